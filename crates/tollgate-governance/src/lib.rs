@@ -1,6 +1,7 @@
 //! tollgate-governance: pricing and cost, budget windows, token counting for admission,
 //! the admission engine (budgets, RPM/TPM/parallel limits) and the governance store.
 
+pub mod duration;
 pub mod pricing;
 
 #[cfg(test)]
