@@ -1,0 +1,13 @@
+//! For an OpenAI-Chat client (`/v1/chat/completions`) calling an `anthropic/` deployment:
+//! the chat request goes out as an Anthropic Messages request ([`request`]), and the Anthropic
+//! response ([`response`]) or stream ([`StreamTranslator`]) comes back as OpenAI Chat.
+
+mod request;
+mod response;
+mod stream;
+
+#[allow(unused_imports)]
+pub(crate) use request::image_block;
+pub use request::request;
+pub use response::response;
+pub use stream::{StreamOptions, StreamTranslator};

@@ -1,0 +1,464 @@
+//! Anthropic Messages SSE events → OpenAI Chat chunks (wire-formats.md §7.4), as a state
+//! machine.
+
+use std::borrow::Cow;
+
+use bytes::BytesMut;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tollgate_protocol::ParsedEvent;
+
+use crate::common::finish_reason_from_stop_reason;
+use crate::errors::write_openai_stream_error;
+use crate::usage::Usage;
+use crate::{StreamOutcome, TranslateError, sse_out};
+
+/// Options of one translated stream.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StreamOptions {
+    /// The client asked for `stream_options.include_usage`: every chunk carries `"usage":null`
+    /// and a final `choices: []` chunk carries the usage, before `[DONE]`.
+    pub include_usage: bool,
+    /// Unix time (seconds) reported as `created` on every chunk.
+    pub created: u64,
+    /// Drop thinking deltas instead of sending them as the non-standard
+    /// `delta.reasoning_content` (they never go into `delta.content`).
+    pub drop_reasoning: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Text,
+    /// A `tool_use` block and its position among the tool calls (the OpenAI `index`).
+    Tool(u32),
+    Thinking,
+    Other,
+}
+
+/// Translates one Anthropic stream into OpenAI Chat chunks.
+///
+/// - `message_start` → role chunk `{"role":"assistant","content":""}`; id, model and input
+///   usage are remembered.
+/// - `text_delta` → `{"content"}`; `tool_use` start → a tool-call chunk with `index` counting
+///   tool calls from 0 (not the block index), `id`, `name`, `arguments: ""`;
+///   `input_json_delta` → `{"index","function":{"arguments"}}` for each non-empty fragment, as it
+///   arrives; `thinking_delta` → `{"reasoning_content"}` (unless dropped); signatures, `ping`,
+///   `content_block_stop` and unknown events → nothing.
+/// - `message_delta` → finish chunk (`delta: {}`, `finish_reason` mapped from `stop_reason`);
+///   its usage is cumulative and replaces the previous values.
+/// - `message_stop` → usage chunk if `include_usage`, then `data: [DONE]`.
+/// - `error` → `data: {"error":{...}}` and the stream ends without `[DONE]`.
+/// - EOF before `message_stop` ([`StreamTranslator::finish`]) → an error chunk too, never a
+///   silent clean end.
+#[derive(Debug)]
+pub struct StreamTranslator {
+    opts: StreamOptions,
+    id: String,
+    model: String,
+    blocks: Vec<Block>,
+    tool_calls: u32,
+    usage: Usage,
+    stop_reason: Option<String>,
+    finish_reason: Option<&'static str>,
+    started: bool,
+    outcome: StreamOutcome,
+}
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    content_block: Option<ContentBlock<'a>>,
+    #[serde(default, borrow)]
+    message: Option<MessageStart<'a>>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default, borrow)]
+    error: Option<ErrorBody<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    stop_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ContentBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct MessageStart<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody<'a> {
+    #[serde(rename = "type", default, borrow)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Serialize)]
+struct Chunk<'a> {
+    id: &'a str,
+    object: &'static str,
+    created: u64,
+    model: &'a str,
+    choices: &'a [Choice<'a>],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Option<&'a Value>>,
+}
+
+#[derive(Serialize)]
+struct Choice<'a> {
+    index: u32,
+    delta: ChunkDelta<'a>,
+    logprobs: Option<()>,
+    finish_reason: Option<&'a str>,
+}
+
+#[derive(Serialize, Default)]
+struct ChunkDelta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<[ToolCall<'a>; 1]>,
+}
+
+#[derive(Serialize)]
+struct ToolCall<'a> {
+    index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    ty: Option<&'a str>,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    arguments: &'a str,
+}
+
+impl StreamTranslator {
+    /// A translator for one stream.
+    pub fn new(opts: StreamOptions) -> Self {
+        Self {
+            opts,
+            id: String::new(),
+            model: String::new(),
+            blocks: Vec::new(),
+            tool_calls: 0,
+            usage: Usage::default(),
+            stop_reason: None,
+            finish_reason: None,
+            started: false,
+            outcome: StreamOutcome::InProgress,
+        }
+    }
+
+    /// Feeds one upstream SSE event (from [`tollgate_protocol::SseFramer`]); output chunks are
+    /// appended to `out`. See [`StreamTranslator::feed_str`].
+    pub fn feed(
+        &mut self,
+        event: &ParsedEvent<'_>,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if !event.has_data {
+            return Ok(());
+        }
+        self.feed_str(event.event, &event.data, out)
+    }
+
+    /// Feeds one upstream event given as its `event:` name and `data:` text. Events after the
+    /// end of the stream are ignored.
+    ///
+    /// Errors: [`TranslateError::InvalidStreamEvent`] when `data` is not an Anthropic event;
+    /// an error chunk has then already been written to `out` and the stream is over.
+    pub fn feed_str(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if self.outcome != StreamOutcome::InProgress || data.trim().is_empty() {
+            return Ok(());
+        }
+        let ev: Event<'_> = match serde_json::from_str(data) {
+            Ok(ev) => ev,
+            Err(e) => {
+                let msg = format!("upstream sent an unreadable event: {e}");
+                write_openai_stream_error(out, &msg, None);
+                self.outcome = StreamOutcome::InvalidEvent;
+                return Err(TranslateError::InvalidStreamEvent(msg));
+            }
+        };
+        match ev.ty.as_ref() {
+            "message_start" => {
+                if let Some(m) = ev.message {
+                    if let Some(id) = m.id {
+                        self.id = id.into_owned();
+                    }
+                    if let Some(model) = m.model {
+                        self.model = model.into_owned();
+                    }
+                    if let Some(u) = &m.usage {
+                        self.usage = Usage::from_anthropic(u);
+                    }
+                }
+                self.ensure_started(out);
+            }
+            "content_block_start" => {
+                self.ensure_started(out);
+                let (Some(index), Some(block)) = (ev.index, ev.content_block) else {
+                    return Ok(());
+                };
+                let kind = match block.ty.as_ref() {
+                    "text" => Block::Text,
+                    "tool_use" => {
+                        let k = self.tool_calls;
+                        self.tool_calls += 1;
+                        let args = match &block.input {
+                            Some(Value::Object(m)) if !m.is_empty() => {
+                                Value::Object(m.clone()).to_string()
+                            }
+                            _ => String::new(),
+                        };
+                        self.tool_chunk(out, k, block.id.as_deref(), block.name.as_deref(), &args);
+                        Block::Tool(k)
+                    }
+                    "thinking" => Block::Thinking,
+                    _ => Block::Other,
+                };
+                if kind == Block::Text
+                    && let Some(t) = block.text.as_deref().filter(|t| !t.is_empty())
+                {
+                    self.delta_chunk(
+                        out,
+                        ChunkDelta {
+                            content: Some(t),
+                            ..Default::default()
+                        },
+                    );
+                }
+                if self.blocks.len() <= index {
+                    self.blocks.resize(index + 1, Block::Other);
+                }
+                self.blocks[index] = kind;
+            }
+            "content_block_delta" => {
+                self.ensure_started(out);
+                let (Some(index), Some(delta)) = (ev.index, ev.delta) else {
+                    return Ok(());
+                };
+                match self.blocks.get(index).copied().unwrap_or(Block::Other) {
+                    Block::Text => {
+                        if let Some(t) = delta.text.as_deref().filter(|t| !t.is_empty()) {
+                            self.delta_chunk(
+                                out,
+                                ChunkDelta {
+                                    content: Some(t),
+                                    ..Default::default()
+                                },
+                            );
+                        }
+                    }
+                    Block::Tool(k) => {
+                        if let Some(p) = delta.partial_json.as_deref().filter(|p| !p.is_empty()) {
+                            self.tool_chunk(out, k, None, None, p);
+                        }
+                    }
+                    Block::Thinking => {
+                        if let Some(t) = delta.thinking.as_deref().filter(|t| !t.is_empty())
+                            && !self.opts.drop_reasoning
+                        {
+                            self.delta_chunk(
+                                out,
+                                ChunkDelta {
+                                    reasoning_content: Some(t),
+                                    ..Default::default()
+                                },
+                            );
+                        }
+                    }
+                    Block::Other => {}
+                }
+            }
+            "message_delta" => {
+                self.ensure_started(out);
+                if let Some(u) = &ev.usage {
+                    self.usage.merge_anthropic(u);
+                }
+                if let Some(sr) = ev.delta.and_then(|d| d.stop_reason) {
+                    let finish = finish_reason_from_stop_reason(&sr);
+                    self.stop_reason = Some(sr.into_owned());
+                    self.finish_reason = Some(finish);
+                    let choice = [Choice {
+                        index: 0,
+                        delta: ChunkDelta::default(),
+                        logprobs: None,
+                        finish_reason: Some(finish),
+                    }];
+                    self.write_chunk(out, &choice, None);
+                }
+            }
+            "message_stop" => {
+                self.ensure_started(out);
+                if self.opts.include_usage {
+                    let usage = self.usage.to_openai_chat();
+                    self.write_chunk(out, &[], Some(&usage));
+                }
+                sse_out::done(out);
+                self.outcome = StreamOutcome::Completed;
+            }
+            "error" => {
+                let (ty, msg) = match &ev.error {
+                    Some(e) => (
+                        e.ty.as_deref(),
+                        e.message.as_deref().unwrap_or("upstream error"),
+                    ),
+                    None => (None, "upstream error"),
+                };
+                write_openai_stream_error(out, msg, ty);
+                self.outcome = StreamOutcome::UpstreamError;
+            }
+            _ => {} // ping, content_block_stop, and event types added later
+        }
+        Ok(())
+    }
+
+    /// Ends the stream at upstream EOF. If `message_stop` never came, writes an error chunk
+    /// (`server_error`, "upstream stream ended before message_stop") and sets
+    /// [`StreamOutcome::Truncated`].
+    pub fn finish(&mut self, out: &mut BytesMut) {
+        if self.outcome == StreamOutcome::InProgress {
+            write_openai_stream_error(out, "upstream stream ended before message_stop", None);
+            self.outcome = StreamOutcome::Truncated;
+        }
+    }
+
+    /// Usage seen so far (final once the stream completed), for billing.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The OpenAI `finish_reason` sent to the client, once known.
+    pub fn finish_reason(&self) -> Option<&'static str> {
+        self.finish_reason
+    }
+
+    /// The upstream's Anthropic `stop_reason`, once known.
+    pub fn stop_reason(&self) -> Option<&str> {
+        self.stop_reason.as_deref()
+    }
+
+    /// How the stream ended (or [`StreamOutcome::InProgress`]).
+    pub fn outcome(&self) -> StreamOutcome {
+        self.outcome
+    }
+
+    fn ensure_started(&mut self, out: &mut BytesMut) {
+        if !self.started {
+            self.started = true;
+            self.delta_chunk(
+                out,
+                ChunkDelta {
+                    role: Some("assistant"),
+                    content: Some(""),
+                    ..Default::default()
+                },
+            );
+        }
+    }
+
+    fn tool_chunk(
+        &self,
+        out: &mut BytesMut,
+        index: u32,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: &str,
+    ) {
+        let first = id.is_some() || name.is_some();
+        let delta = ChunkDelta {
+            tool_calls: Some([ToolCall {
+                index,
+                id: if first { Some(id.unwrap_or("")) } else { None },
+                ty: first.then_some("function"),
+                function: Function {
+                    name: if first {
+                        Some(name.unwrap_or(""))
+                    } else {
+                        None
+                    },
+                    arguments: args,
+                },
+            }]),
+            ..Default::default()
+        };
+        self.delta_chunk(out, delta);
+    }
+
+    fn delta_chunk(&self, out: &mut BytesMut, delta: ChunkDelta<'_>) {
+        let choice = [Choice {
+            index: 0,
+            delta,
+            logprobs: None,
+            finish_reason: None,
+        }];
+        self.write_chunk(out, &choice, None);
+    }
+
+    fn write_chunk(&self, out: &mut BytesMut, choices: &[Choice<'_>], usage: Option<&Value>) {
+        let usage = match (usage, self.opts.include_usage) {
+            (Some(u), _) => Some(Some(u)),
+            (None, true) => Some(None),
+            (None, false) => None,
+        };
+        sse_out::data(
+            out,
+            &Chunk {
+                id: &self.id,
+                object: "chat.completion.chunk",
+                created: self.opts.created,
+                model: &self.model,
+                choices,
+                usage,
+            },
+        );
+    }
+}
