@@ -1,0 +1,162 @@
+//! Human-readable summary for `tollgate check-config PATH`. Credentials are masked.
+
+use std::fmt::Write;
+
+use crate::load::LoadedConfig;
+use crate::redact::{redact_str, redact_url_userinfo};
+
+fn opt<T: std::fmt::Display>(v: &Option<T>, unit: &str) -> Option<String> {
+    v.as_ref().map(|v| format!("{v}{unit}"))
+}
+
+impl LoadedConfig {
+    /// A text listing each model group with its deployments (id, provider, upstream model,
+    /// api_base, masked api_key, timeouts, rpm/tpm...), then the settings in effect, the keys
+    /// not implemented yet and the warnings. Never contains a credential value.
+    pub fn describe(&self) -> String {
+        let c = &self.config;
+        let mut s = String::new();
+        let groups = c.model_groups();
+        let _ = writeln!(
+            s,
+            "Model groups: {} ({} deployments)",
+            groups.len(),
+            c.model_list.len()
+        );
+        for g in &groups {
+            let deps: Vec<_> = c.deployments(g).collect();
+            let _ = writeln!(
+                s,
+                "  {g}  ({} deployment{})",
+                deps.len(),
+                if deps.len() == 1 { "" } else { "s" }
+            );
+            for e in deps {
+                let p = &e.litellm_params;
+                let _ = writeln!(
+                    s,
+                    "    - id {}  provider {}  upstream {}",
+                    e.deployment_id(),
+                    p.provider(),
+                    p.upstream_model()
+                );
+                let mut fields: Vec<String> = Vec::new();
+                let mut push = |k: &str, v: Option<String>| {
+                    if let Some(v) = v {
+                        fields.push(format!("{k} {v}"));
+                    }
+                };
+                push("api_base", p.api_base.as_deref().map(redact_url_userinfo));
+                push("api_key", p.api_key.as_ref().map(|k| k.masked()));
+                push("api_version", p.api_version.clone());
+                push("timeout", opt(&p.timeout, " s"));
+                push("stream_timeout", opt(&p.stream_timeout, " s"));
+                push("max_retries", opt(&p.max_retries, ""));
+                push("rpm", opt(&p.rpm, ""));
+                push("tpm", opt(&p.tpm, ""));
+                push("weight", opt(&p.weight, ""));
+                push("order", opt(&p.order, ""));
+                push("input_cost_per_token", opt(&p.input_cost_per_token, " USD"));
+                push(
+                    "output_cost_per_token",
+                    opt(&p.output_cost_per_token, " USD"),
+                );
+                push("mode", e.model_info.mode.clone());
+                push("max_input_tokens", opt(&e.model_info.max_input_tokens, ""));
+                if !p.tags.is_empty() {
+                    push("tags", Some(p.tags.join(",")));
+                }
+                if p.mock_response.is_some() {
+                    push("mock_response", Some("yes".into()));
+                }
+                for (k, _) in p.secrets().iter().filter(|(k, _)| *k != "api_key") {
+                    push(k, Some("(set)".into()));
+                }
+                if !p.extra_headers.is_empty() {
+                    let h: Vec<String> = p
+                        .extra_headers
+                        .iter()
+                        .map(|(k, v)| format!("{k}: {}", redact_str(k, v)))
+                        .collect();
+                    push("extra_headers", Some(format!("{{{}}}", h.join(", "))));
+                }
+                let defaults = p.request_defaults();
+                if !defaults.is_empty() {
+                    let keys: Vec<&str> = defaults.keys().map(String::as_str).collect();
+                    push("request defaults", Some(keys.join(",")));
+                }
+                if !fields.is_empty() {
+                    let _ = writeln!(s, "      {}", fields.join("  "));
+                }
+            }
+        }
+
+        let _ = writeln!(s, "Settings in effect:");
+        let ls = &c.litellm_settings;
+        let _ = writeln!(
+            s,
+            "  litellm_settings.drop_params = {}",
+            ls.drop_params.unwrap_or(false)
+        );
+        let _ = writeln!(
+            s,
+            "  litellm_settings.request_timeout = {}",
+            ls.request_timeout
+                .map(|t| format!("{t} s"))
+                .unwrap_or_else(|| "6000 s (default)".into())
+        );
+        let _ = writeln!(
+            s,
+            "  litellm_settings.num_retries = {}",
+            ls.num_retries
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "unset".into())
+        );
+        let gs = &c.general_settings;
+        let _ = writeln!(
+            s,
+            "  master_key = {}",
+            match (&self.master_key, self.master_key_source) {
+                (Some(k), Some(src)) => format!("{} (from {src})", k.masked()),
+                _ => "unset: no authentication (every request is admitted)".into(),
+            }
+        );
+        let _ = writeln!(
+            s,
+            "  general_settings.max_request_size_mb = {}",
+            gs.max_request_size_mb
+                .map(|v| format!("{v} MB"))
+                .unwrap_or_else(|| "unlimited".into())
+        );
+        let _ = writeln!(
+            s,
+            "  general_settings.max_response_size_mb = {}",
+            gs.max_response_size_mb
+                .map(|v| format!("{v} MB"))
+                .unwrap_or_else(|| "unlimited".into())
+        );
+        if !c.environment_variables.is_empty() {
+            let names: Vec<&str> = c.environment_variables.keys().map(String::as_str).collect();
+            let _ = writeln!(
+                s,
+                "  environment_variables (values hidden): {}",
+                names.join(", ")
+            );
+        }
+
+        let unimpl = c.unimplemented_keys();
+        if !unimpl.is_empty() {
+            let _ = writeln!(s, "Not implemented yet (present in the file, ignored):");
+            for k in unimpl {
+                let _ = writeln!(s, "  {k}");
+            }
+        }
+        if !self.warnings.is_empty() {
+            let _ = writeln!(s, "Warnings:");
+            for w in &self.warnings {
+                let _ = writeln!(s, "  {w}");
+            }
+        }
+        s
+    }
+}

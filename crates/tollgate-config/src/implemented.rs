@@ -1,0 +1,190 @@
+//! The ONE place that says which config keys Tollgate acts on. Edit the lists here as features
+//! land; [`crate::Config::unimplemented_keys`] reports every key present in a file that is not
+//! listed (the binary prints them as a warning at boot). Unknown keys never fail a load.
+
+use serde::Serialize;
+
+use crate::config::Config;
+
+/// Top-level sections Tollgate reads. Any other top-level key (`guardrails`, `mcp_servers`,
+/// `credential_list`...) is reported whole.
+pub const TOP_LEVEL_SECTIONS: &[&str] = &[
+    "model_list",
+    "litellm_settings",
+    "general_settings",
+    "router_settings",
+    "environment_variables",
+];
+
+/// Keys of a `model_list` item, beside `litellm_params` / `model_info`.
+pub const MODEL_ENTRY_IMPLEMENTED: &[&str] = &["model_name", "litellm_params", "model_info"];
+
+/// `model_info` keys acted on.
+pub const MODEL_INFO_IMPLEMENTED: &[&str] = &[
+    "id",
+    "mode",
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "max_input_tokens",
+    "max_output_tokens",
+];
+
+/// `litellm_settings` keys acted on.
+pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] =
+    &["drop_params", "request_timeout", "num_retries"];
+
+/// `general_settings` keys acted on.
+pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] =
+    &["master_key", "max_request_size_mb", "max_response_size_mb"];
+
+/// `router_settings` keys acted on.
+pub const ROUTER_SETTINGS_IMPLEMENTED: &[&str] = &[];
+
+/// LiteLLM-internal `litellm_params` keys (class `LiteLLM_Params` in `litellm/types/router.py`)
+/// that are neither typed fields of [`crate::LitellmParams`] nor request parameters: they are
+/// not forwarded upstream and, until Tollgate acts on them, reported as unimplemented.
+/// Besides these, every key containing `cost_per` or ending in `_cost` is internal pricing.
+pub const LITELLM_PARAMS_INTERNAL: &[&str] = &[
+    "litellm_credential_name",
+    "max_budget",
+    "budget_duration",
+    "itpm",
+    "otpm",
+    "max_parallel_requests",
+    "use_in_pass_through",
+    "use_litellm_proxy",
+    "merge_reasoning_content_in_choices",
+    "drop_params",
+    "additional_drop_params",
+    "num_retries",
+    "region_name",
+    "model_info",
+    "configurable_clientside_auth_params",
+    "litellm_trace_id",
+    "auto_router_config",
+    "auto_router_config_path",
+    "auto_router_default_model",
+    "auto_router_embedding_model",
+    "health_check_model",
+    "headers",
+];
+
+/// `litellm_params` keys that are typed but not acted on yet (none today: every typed field is
+/// used by the gateway or the providers).
+pub const LITELLM_PARAMS_TYPED_UNIMPLEMENTED: &[&str] = &[];
+
+/// True for a LiteLLM-internal `litellm_params` key (see [`LITELLM_PARAMS_INTERNAL`]).
+pub fn is_internal_litellm_param(key: &str) -> bool {
+    LITELLM_PARAMS_INTERNAL.contains(&key) || key.contains("cost_per") || key.ends_with("_cost")
+}
+
+/// Keys of the serialized form of `v` (only keys that are set are serialized).
+fn present_keys<T: Serialize>(v: &T) -> Vec<String> {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn push_unlisted(out: &mut Vec<String>, prefix: &str, keys: Vec<String>, listed: &[&str]) {
+    for k in keys {
+        if !listed.contains(&k.as_str()) {
+            let name = format!("{prefix}{k}");
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+}
+
+/// See [`Config::unimplemented_keys`].
+pub(crate) fn unimplemented_keys(c: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for k in c.extra.keys() {
+        if !TOP_LEVEL_SECTIONS.contains(&k.as_str()) {
+            out.push(k.clone());
+        }
+    }
+    for e in &c.model_list {
+        push_unlisted(
+            &mut out,
+            "model_list[].",
+            e.extra.keys().cloned().collect(),
+            MODEL_ENTRY_IMPLEMENTED,
+        );
+        let internal: Vec<String> = e
+            .litellm_params
+            .extra
+            .keys()
+            .filter(|k| is_internal_litellm_param(k))
+            .cloned()
+            .collect();
+        push_unlisted(&mut out, "model_list[].litellm_params.", internal, &[]);
+        let typed: Vec<String> = present_keys(&e.litellm_params)
+            .into_iter()
+            .filter(|k| LITELLM_PARAMS_TYPED_UNIMPLEMENTED.contains(&k.as_str()))
+            .collect();
+        push_unlisted(&mut out, "model_list[].litellm_params.", typed, &[]);
+        push_unlisted(
+            &mut out,
+            "model_list[].model_info.",
+            present_keys(&e.model_info),
+            MODEL_INFO_IMPLEMENTED,
+        );
+    }
+    push_unlisted(
+        &mut out,
+        "litellm_settings.",
+        present_keys(&c.litellm_settings),
+        LITELLM_SETTINGS_IMPLEMENTED,
+    );
+    push_unlisted(
+        &mut out,
+        "general_settings.",
+        present_keys(&c.general_settings),
+        GENERAL_SETTINGS_IMPLEMENTED,
+    );
+    push_unlisted(
+        &mut out,
+        "router_settings.",
+        present_keys(&c.router_settings),
+        ROUTER_SETTINGS_IMPLEMENTED,
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_params() {
+        assert!(is_internal_litellm_param("input_cost_per_second"));
+        assert!(is_internal_litellm_param("litellm_credential_name"));
+        assert!(!is_internal_litellm_param("temperature"));
+        assert!(!is_internal_litellm_param("reasoning_effort"));
+    }
+
+    #[test]
+    fn lists_only_unlisted_present_keys() {
+        let mut c = Config::default();
+        c.litellm_settings.drop_params = Some(true);
+        c.litellm_settings.callbacks = vec!["prometheus".into()];
+        c.router_settings.redis_host = Some("localhost".into());
+        c.general_settings.master_key = Some("sk-1234".into());
+        c.general_settings
+            .extra
+            .insert("alerting".into(), serde_json::json!(["slack"]));
+        c.extra.insert("guardrails".into(), serde_json::json!([]));
+        let keys = unimplemented_keys(&c);
+        assert_eq!(
+            keys,
+            vec![
+                "guardrails",
+                "litellm_settings.callbacks",
+                "general_settings.alerting",
+                "router_settings.redis_host"
+            ]
+        );
+    }
+}

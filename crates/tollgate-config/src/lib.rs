@@ -1,0 +1,60 @@
+//! tollgate-config: reads the LiteLLM proxy's `config.yaml` unchanged.
+//!
+//! ```no_run
+//! let loaded = tollgate_config::load_path(
+//!     std::path::Path::new("config.yaml"),
+//!     &|name| std::env::var(name).ok(),
+//! )?;
+//! for w in &loaded.warnings {
+//!     eprintln!("warning: {w}");
+//! }
+//! for d in &loaded.config.model_list {
+//!     println!("{} -> {} {}", d.model_name, d.litellm_params.provider(), d.deployment_id());
+//! }
+//! # Ok::<(), tollgate_config::ConfigError>(())
+//! ```
+//!
+//! - [`load_path`] / [`load_str`] return a [`LoadedConfig`]: the typed [`Config`], the
+//!   `warnings` to print at boot, and the master key in effect (`general_settings.master_key`,
+//!   else env `LITELLM_MASTER_KEY`).
+//! - Every string value `os.environ/NAME` is replaced by the variable's value (entries of
+//!   `environment_variables:` first, then the injected `env` lookup). An unset variable leaves
+//!   the key unset with a warning, as LiteLLM's `None` does, except in `model`, `model_name` and
+//!   `general_settings.master_key`, where it is an error ([`env::REQUIRED_PATTERNS`]). The
+//!   binary should export `config.environment_variables` to its process environment.
+//! - Errors ([`ConfigError`]) print `file:line:col: key.path[2].x: message`.
+//! - Unknown keys never fail a load: each struct keeps them in its `extra` map, and
+//!   [`Config::unimplemented_keys`] lists what Tollgate does not act on yet (the lists are in
+//!   [`implemented`]).
+//! - Credentials are [`Secret`]s: masked in `Debug`, `Display`, `Serialize`, error messages and
+//!   [`LoadedConfig::describe`].
+//!
+//! No async, no network: a library for the server binary and `tollgate check-config`.
+
+mod config;
+mod describe;
+pub mod env;
+mod error;
+mod extra;
+pub mod implemented;
+mod lenient;
+mod load;
+mod locate;
+mod model;
+mod path;
+pub mod redact;
+mod secret;
+mod settings;
+mod validate;
+
+pub use config::Config;
+pub use error::{ConfigError, ErrorKind};
+pub use extra::Extra;
+pub use load::{LoadedConfig, MASTER_KEY_ENV, load_path, load_str};
+pub use model::{DEFAULT_PROVIDER, LitellmParams, ModelEntry, ModelInfo};
+pub use path::{KeyPath, Segment};
+pub use secret::{Secret, mask};
+pub use settings::{
+    Fallbacks, GeneralSettings, LitellmSettings, ModelGroupAlias, RouterSettings, fallbacks_for,
+};
+pub use validate::{KNOWN_PROVIDERS, PROVIDERS_REQUIRING_API_BASE};

@@ -1,0 +1,317 @@
+//! The load pipeline: YAML → `os.environ/` substitution → typed [`Config`] → validation.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_yaml_ng::Value;
+
+use crate::config::Config;
+use crate::env::{Substitution, key_string, substitute};
+use crate::error::{ConfigError, ErrorKind};
+use crate::locate::{Mode, locate};
+use crate::path::KeyPath;
+use crate::redact::is_sensitive_key;
+use crate::secret::{Secret, mask};
+use crate::validate::validate;
+
+/// Environment variable consulted when `general_settings.master_key` is not set.
+pub const MASTER_KEY_ENV: &str = "LITELLM_MASTER_KEY";
+
+/// A loaded config and what the loader noticed.
+#[derive(Clone, Debug)]
+pub struct LoadedConfig {
+    /// The typed config, references substituted.
+    pub config: Config,
+    /// Human-readable warnings (unset optional `os.environ/` references, empty model list,
+    /// keys Tollgate does not act on yet...), each prefixed with `file:line:` when known.
+    /// Print them at boot; they contain no credential values.
+    pub warnings: Vec<String>,
+    /// The master key in effect: `general_settings.master_key`, else env `LITELLM_MASTER_KEY`
+    /// (the process env, or `environment_variables:` of the file). `None` means no-auth mode.
+    pub master_key: Option<Secret>,
+    /// Where [`LoadedConfig::master_key`] came from: `"general_settings.master_key"`,
+    /// `"LITELLM_MASTER_KEY"`, or `None`.
+    pub master_key_source: Option<&'static str>,
+}
+
+/// Reads and loads a config file. `env` looks up environment variables (pass
+/// `&|k| std::env::var(k).ok()` in the binary; tests pass a closure over a map).
+///
+/// Errors: [`ErrorKind::Io`] when the file cannot be read, else as [`load_str`].
+pub fn load_path(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        ConfigError::new(
+            ErrorKind::Io,
+            &name,
+            format!("cannot read config file: {e}"),
+        )
+    })?;
+    load_str(&text, &name, env)
+}
+
+/// Loads config text. `source_name` prefixes error and warning locations (a file name).
+///
+/// Steps: parse YAML (with `<<` merge keys) → substitute `os.environ/` references in
+/// `environment_variables` (from `env`), then everywhere else (from those variables first,
+/// then `env`) → deserialize into [`Config`] → validate. An empty document is a valid empty
+/// config (with a warning).
+///
+/// Errors ([`ConfigError`], located by line/column and key path): [`ErrorKind::Syntax`] for
+/// invalid YAML, [`ErrorKind::Type`] for wrong types and missing `model`/`model_name`,
+/// [`ErrorKind::UnsetEnv`] for an unset variable in a required key (see
+/// [`crate::env::REQUIRED_PATTERNS`]), [`ErrorKind::Invalid`] for failed validation.
+pub fn load_str(
+    text: &str,
+    source_name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigError> {
+    let mut ctx = Ctx {
+        text,
+        source_name,
+        scrub: Vec::new(),
+    };
+    let mut root: Value = serde_yaml_ng::from_str(text).map_err(|e| {
+        let loc = e.location().map(|l| (l.line(), l.column()));
+        ConfigError::new(
+            ErrorKind::Syntax,
+            source_name,
+            strip_location(&e.to_string()),
+        )
+        .at(loc)
+    })?;
+    let mut warnings = Vec::new();
+    if root.is_null() {
+        warnings.push(format!(
+            "{source_name}: config is empty: no model_list, the gateway serves no models"
+        ));
+        return finish(Config::default(), warnings, env, &ctx);
+    }
+    if !root.is_mapping() {
+        return Err(ConfigError::new(
+            ErrorKind::Type,
+            source_name,
+            "the top level must be a mapping (model_list:, litellm_settings:, ...)",
+        )
+        .at(Some((1, 1))));
+    }
+    root.apply_merge().map_err(|e| {
+        ConfigError::new(
+            ErrorKind::Syntax,
+            source_name,
+            strip_location(&e.to_string()),
+        )
+    })?;
+
+    // 1. environment_variables, resolved against the process environment only.
+    let mut subst = Substitution::default();
+    let env_key = Value::from("environment_variables");
+    let mut env_section = root
+        .as_mapping_mut()
+        .and_then(|m| m.remove(&env_key))
+        .unwrap_or(Value::Null);
+    substitute(
+        &mut env_section,
+        &KeyPath::root().key("environment_variables"),
+        env,
+        &mut subst,
+    );
+    let file_env: BTreeMap<String, String> = match &env_section {
+        Value::Mapping(m) => m
+            .iter()
+            .filter_map(|(k, v)| scalar_text(v).map(|v| (key_string(k), v)))
+            .collect(),
+        _ => BTreeMap::new(),
+    };
+    let lookup = |name: &str| file_env.get(name).cloned().or_else(|| env(name));
+
+    // 2. Everything else.
+    substitute(&mut root, &KeyPath::root(), &lookup, &mut subst);
+    if let (Some(m), false) = (root.as_mapping_mut(), env_section.is_null()) {
+        m.insert(env_key, env_section);
+    }
+    collect_sensitive(&root, false, &mut ctx.scrub);
+    ctx.scrub.extend(file_env.values().cloned());
+    ctx.scrub.retain(|s| s.len() >= 4);
+    ctx.scrub.sort_by_key(|s| std::cmp::Reverse(s.len()));
+
+    for u in &subst.unset {
+        if u.required {
+            return Err(ctx.error(
+                ErrorKind::UnsetEnv,
+                u.path.clone(),
+                Mode::Value,
+                format!(
+                    "environment variable {} (from os.environ/{}) is not set",
+                    u.var, u.var
+                ),
+            ));
+        }
+        warnings.push(ctx.warning(
+            &u.path,
+            format!(
+                "environment variable {} (from os.environ/{}) is not set; the key is left unset",
+                u.var, u.var
+            ),
+        ));
+    }
+
+    // 3. Types.
+    let config: Config = serde_path_to_error::deserialize(root).map_err(|e| {
+        let path = KeyPath::from_serde(e.path());
+        let msg = e.inner().to_string();
+        let mode = if msg.starts_with("missing field") {
+            Mode::Key
+        } else {
+            Mode::Value
+        };
+        ctx.error(ErrorKind::Type, path, mode, msg)
+    })?;
+
+    if config.model_list.is_empty() {
+        warnings.push(format!(
+            "{source_name}: no model_list entries: the gateway serves no models"
+        ));
+    }
+    // 4. Validation.
+    warnings.extend(validate(&config, &ctx)?);
+    finish(config, warnings, &lookup, &ctx)
+}
+
+fn finish(
+    config: Config,
+    mut warnings: Vec<String>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    ctx: &Ctx,
+) -> Result<LoadedConfig, ConfigError> {
+    let unimplemented = config.unimplemented_keys();
+    if !unimplemented.is_empty() {
+        warnings.push(format!(
+            "{}: keys Tollgate does not act on yet (ignored): {}",
+            ctx.source_name,
+            unimplemented.join(", ")
+        ));
+    }
+    let (master_key, master_key_source) = match &config.general_settings.master_key {
+        Some(k) if !k.is_empty() => (Some(k.clone()), Some("general_settings.master_key")),
+        _ => match lookup(MASTER_KEY_ENV).filter(|v| !v.is_empty()) {
+            Some(v) => (Some(Secret::new(v)), Some(MASTER_KEY_ENV)),
+            None => (None, None),
+        },
+    };
+    Ok(LoadedConfig {
+        config,
+        warnings,
+        master_key,
+        master_key_source,
+    })
+}
+
+/// Text of a scalar (numbers and booleans as written).
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Every string under a credential-like key (to scrub from messages).
+fn collect_sensitive(v: &Value, under_sensitive: bool, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) if under_sensitive => out.push(s.clone()),
+        Value::Sequence(items) => {
+            for i in items {
+                collect_sensitive(i, under_sensitive, out);
+            }
+        }
+        Value::Mapping(m) => {
+            for (k, val) in m {
+                let sens = under_sensitive || is_sensitive_key(&key_string(k));
+                collect_sensitive(val, sens, out);
+            }
+        }
+        Value::Tagged(t) => collect_sensitive(&t.value, under_sensitive, out),
+        _ => {}
+    }
+}
+
+/// Drops serde_yaml_ng's trailing " at line L column C" (the location is printed up front).
+fn strip_location(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => {
+            let tail = &msg[i..];
+            // Keep text after the location (e.g. ", while parsing a block mapping").
+            let after = tail.find(',').map(|j| &tail[j..]).unwrap_or("");
+            format!("{}{}", &msg[..i], after)
+        }
+        _ => msg.to_string(),
+    }
+}
+
+/// What error and warning builders need: the text (to locate paths) and values to scrub.
+pub(crate) struct Ctx<'a> {
+    text: &'a str,
+    source_name: &'a str,
+    /// Credential values, longest first.
+    scrub: Vec<String>,
+}
+
+impl Ctx<'_> {
+    fn scrubbed(&self, msg: String) -> String {
+        let mut m = msg;
+        for s in &self.scrub {
+            if m.contains(s.as_str()) {
+                m = m.replace(s.as_str(), &mask(s));
+            }
+        }
+        m
+    }
+
+    /// An error at `path` (located in the text with `mode`).
+    pub(crate) fn error(
+        &self,
+        kind: ErrorKind,
+        path: KeyPath,
+        mode: Mode,
+        message: impl Into<String>,
+    ) -> ConfigError {
+        let loc = locate(self.text, &path, mode);
+        ConfigError::new(kind, self.source_name, self.scrubbed(message.into()))
+            .at(loc)
+            .with_path(path)
+    }
+
+    /// A warning line `file:line:col: path: message`.
+    pub(crate) fn warning(&self, path: &KeyPath, message: String) -> String {
+        let loc = match locate(self.text, path, Mode::Key) {
+            Some((l, c)) => format!(":{l}:{c}"),
+            None => String::new(),
+        };
+        format!(
+            "{}{loc}: {path}: {}",
+            self.source_name,
+            self.scrubbed(message)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_location_keeps_context() {
+        assert_eq!(
+            strip_location(
+                "did not find expected key at line 3 column 5, while parsing a block mapping"
+            ),
+            "did not find expected key, while parsing a block mapping"
+        );
+        assert_eq!(strip_location("plain"), "plain");
+    }
+}

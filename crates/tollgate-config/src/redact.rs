@@ -1,0 +1,151 @@
+//! Masking of free-form values (unknown keys, headers) for `Debug` and `describe()` output.
+//!
+//! Typed credentials are [`crate::Secret`]s. Free-form maps (the `extra` maps, `extra_headers`,
+//! `environment_variables`, `cache_params`...) may hold credentials too, so their printed form
+//! masks:
+//! - the value of every key whose name looks like a credential (see [`is_sensitive_key`]);
+//! - the password in URLs of the form `scheme://user:password@host`.
+
+use serde_json::Value;
+
+use crate::secret::mask;
+
+/// Parts of key names that mark a credential (compared case-insensitively, as substrings).
+const SENSITIVE_PARTS: &[&str] = &[
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "token",
+    "credential",
+    "auth",
+    "cookie",
+    "private",
+    "signature",
+    "dsn",
+    "webhook",
+    "database_url",
+    "redis_url",
+];
+
+/// True when a key (config key or header name) names something that may be a credential,
+/// e.g. `api_key`, `Authorization`, `x-api-key`, `redis_password`, `client_secret`.
+pub fn is_sensitive_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    SENSITIVE_PARTS.iter().any(|p| k.contains(p))
+}
+
+/// Masks the password of a `scheme://user:password@host/...` URL; other strings unchanged.
+pub fn redact_url_userinfo(s: &str) -> String {
+    let Some(scheme_end) = s.find("://") else {
+        return s.to_string();
+    };
+    let rest = &s[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some(at) = authority.rfind('@') else {
+        return s.to_string();
+    };
+    let userinfo = &authority[..at];
+    let user = userinfo.split(':').next().unwrap_or("");
+    if !userinfo.contains(':') {
+        return s.to_string();
+    }
+    format!("{}://{}:****@{}", &s[..scheme_end], user, &rest[at + 1..])
+}
+
+/// A copy of `v` (found under `key`) that is safe to print.
+pub fn redact_value(key: &str, v: &Value) -> Value {
+    if is_sensitive_key(key) {
+        return match v {
+            Value::Null => Value::Null,
+            Value::String(s) => Value::String(mask(s)),
+            _ => Value::String("****".to_string()),
+        };
+    }
+    match v {
+        Value::String(s) => Value::String(redact_url_userinfo(s)),
+        Value::Array(items) => Value::Array(items.iter().map(|i| redact_value("", i)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), redact_value(k, v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A printable form of a string found under `key` (a header value, an env var value).
+pub fn redact_str(key: &str, v: &str) -> String {
+    if is_sensitive_key(key) {
+        mask(v)
+    } else {
+        redact_url_userinfo(v)
+    }
+}
+
+/// `serialize_with` helper: a string map with each value passed through [`redact_str`]
+/// (headers, environment variables).
+pub(crate) fn serialize_redacted_map<S: serde::Serializer>(
+    m: &std::collections::BTreeMap<String, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut out = s.serialize_map(Some(m.len()))?;
+    for (k, v) in m {
+        out.serialize_entry(k, &redact_str(k, v))?;
+    }
+    out.end()
+}
+
+/// Like [`serialize_redacted_map`] but masks every value (environment variables).
+pub(crate) fn serialize_masked_map<S: serde::Serializer>(
+    m: &std::collections::BTreeMap<String, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut out = s.serialize_map(Some(m.len()))?;
+    for (k, v) in m {
+        out.serialize_entry(k, &mask(v))?;
+    }
+    out.end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sensitive_keys() {
+        for k in [
+            "api_key",
+            "Authorization",
+            "x-api-key",
+            "redis_password",
+            "client_secret",
+        ] {
+            assert!(is_sensitive_key(k), "{k}");
+        }
+        for k in ["model", "api_base", "timeout", "host"] {
+            assert!(!is_sensitive_key(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn url_password_masked() {
+        assert_eq!(
+            redact_url_userinfo("postgres://u:CANARYPW@db:5432/x"),
+            "postgres://u:****@db:5432/x"
+        );
+        assert_eq!(redact_url_userinfo("https://h/a@b"), "https://h/a@b");
+        assert_eq!(redact_url_userinfo("plain"), "plain");
+    }
+
+    #[test]
+    fn nested_values_masked() {
+        let v =
+            serde_json::json!({"a": {"password": "CANARY-123456789"}, "b": ["redis://:CANARY@h"]});
+        let s = redact_value("", &v).to_string();
+        assert!(!s.contains("CANARY"), "{s}");
+    }
+}

@@ -1,0 +1,302 @@
+//! Checks beyond types: known providers, required `api_base`, unique deployment ids, ranges.
+
+use std::collections::HashMap;
+
+use crate::config::Config;
+use crate::error::{ConfigError, ErrorKind};
+use crate::load::Ctx;
+use crate::locate::Mode;
+use crate::path::KeyPath;
+
+/// Provider prefixes Tollgate knows (`litellm_params.model: "<provider>/<id>"`), from the
+/// LiteLLM provider table (litellm-surface.md §2). `"*"` (`model: "*"`) is also accepted: it
+/// forwards any `provider/model` a client asks for.
+pub const KNOWN_PROVIDERS: &[&str] = &[
+    "openai",
+    "text-completion-openai",
+    "azure",
+    "azure_ai",
+    "anthropic",
+    "bedrock",
+    "vertex_ai",
+    "gemini",
+    "groq",
+    "mistral",
+    "cohere",
+    "ollama",
+    "ollama_chat",
+    "hosted_vllm",
+    "openrouter",
+    "deepseek",
+    "together_ai",
+    "fireworks_ai",
+    "xai",
+    "perplexity",
+    "cerebras",
+    "deepinfra",
+    "nvidia_nim",
+    "databricks",
+    "huggingface",
+    "lm_studio",
+    "sambanova",
+    "litellm_proxy",
+    "mock",
+];
+
+/// Providers that have no default `api_base` (litellm-surface.md §2).
+pub const PROVIDERS_REQUIRING_API_BASE: &[&str] = &["hosted_vllm"];
+
+fn lp(i: usize) -> KeyPath {
+    KeyPath::root()
+        .key("model_list")
+        .index(i)
+        .key("litellm_params")
+}
+
+fn positive(
+    ctx: &Ctx,
+    path: KeyPath,
+    v: Option<f64>,
+    allow_zero: bool,
+    unit: &str,
+) -> Result<(), ConfigError> {
+    let Some(v) = v else { return Ok(()) };
+    let ok = v.is_finite() && if allow_zero { v >= 0.0 } else { v > 0.0 };
+    if ok {
+        return Ok(());
+    }
+    let rule = if allow_zero { ">= 0" } else { "> 0" };
+    Err(ctx.error(
+        ErrorKind::Invalid,
+        path,
+        Mode::Value,
+        format!("must be {rule} {unit}, got {v}"),
+    ))
+}
+
+/// Validates `cfg`; returns warnings (things that load but look wrong).
+pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigError> {
+    let mut warnings = Vec::new();
+    let mut explicit_ids: HashMap<&str, usize> = HashMap::new();
+    let mut hashed_ids: HashMap<String, usize> = HashMap::new();
+
+    for (i, e) in cfg.model_list.iter().enumerate() {
+        let entry = KeyPath::root().key("model_list").index(i);
+        if e.model_name.trim().is_empty() {
+            return Err(ctx.error(
+                ErrorKind::Invalid,
+                entry.key("model_name"),
+                Mode::Value,
+                "must not be empty",
+            ));
+        }
+        let p = &e.litellm_params;
+        if p.model.trim().is_empty() {
+            return Err(ctx.error(
+                ErrorKind::Invalid,
+                lp(i).key("model"),
+                Mode::Value,
+                "must not be empty",
+            ));
+        }
+        let provider = p.provider();
+        if provider != "*" && !KNOWN_PROVIDERS.contains(&provider) {
+            let (path, what) = if p.custom_llm_provider.is_some() {
+                (lp(i).key("custom_llm_provider"), "custom_llm_provider")
+            } else {
+                (lp(i).key("model"), "provider prefix")
+            };
+            return Err(ctx.error(
+                ErrorKind::Invalid,
+                path,
+                Mode::Value,
+                format!(
+                    "unknown {what} '{provider}' in model '{}' (model group '{}'); known providers: {}",
+                    p.model,
+                    e.model_name,
+                    KNOWN_PROVIDERS.join(", ")
+                ),
+            ));
+        }
+        if PROVIDERS_REQUIRING_API_BASE.contains(&provider)
+            && p.api_base.as_deref().is_none_or(|b| b.trim().is_empty())
+        {
+            return Err(ctx.error(
+                ErrorKind::Invalid,
+                lp(i).key("model"),
+                Mode::Value,
+                format!(
+                    "provider '{provider}' has no default endpoint: set litellm_params.api_base"
+                ),
+            ));
+        }
+        positive(ctx, lp(i).key("timeout"), p.timeout, false, "seconds")?;
+        positive(
+            ctx,
+            lp(i).key("stream_timeout"),
+            p.stream_timeout,
+            false,
+            "seconds",
+        )?;
+        positive(ctx, lp(i).key("weight"), p.weight, true, "")?;
+        for (k, v) in [
+            ("input_cost_per_token", p.input_cost_per_token),
+            ("output_cost_per_token", p.output_cost_per_token),
+            ("cache_read_input_token_cost", p.cache_read_input_token_cost),
+            (
+                "cache_creation_input_token_cost",
+                p.cache_creation_input_token_cost,
+            ),
+        ] {
+            positive(ctx, lp(i).key(k), v, true, "USD per token")?;
+        }
+        let mi = entry.key("model_info");
+        positive(
+            ctx,
+            mi.key("input_cost_per_token"),
+            e.model_info.input_cost_per_token,
+            true,
+            "USD per token",
+        )?;
+        positive(
+            ctx,
+            mi.key("output_cost_per_token"),
+            e.model_info.output_cost_per_token,
+            true,
+            "USD per token",
+        )?;
+
+        match e.model_info.id.as_deref().filter(|s| !s.is_empty()) {
+            Some(id) => {
+                if let Some(first) = explicit_ids.insert(id, i) {
+                    return Err(ctx.error(
+                        ErrorKind::Invalid,
+                        mi.key("id"),
+                        Mode::Value,
+                        format!("duplicate deployment id '{id}' (also model_list[{first}])"),
+                    ));
+                }
+            }
+            None => {
+                let id = e.hashed_id();
+                if let Some(first) = hashed_ids.insert(id.clone(), i) {
+                    warnings.push(ctx.warning(
+                        &entry,
+                        format!(
+                            "identical to model_list[{first}]; both get deployment id {id}; set model_info.id to tell them apart"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    // An explicit id equal to another entry's hashed id would make ids ambiguous.
+    for (id, i) in &explicit_ids {
+        if let Some(j) = hashed_ids.get(*id) {
+            return Err(ctx.error(
+                ErrorKind::Invalid,
+                KeyPath::root()
+                    .key("model_list")
+                    .index(*i)
+                    .key("model_info")
+                    .key("id"),
+                Mode::Value,
+                format!("deployment id '{id}' equals the generated id of model_list[{j}]"),
+            ));
+        }
+    }
+
+    let ls = KeyPath::root().key("litellm_settings");
+    positive(
+        ctx,
+        ls.key("request_timeout"),
+        cfg.litellm_settings.request_timeout,
+        false,
+        "seconds",
+    )?;
+    positive(
+        ctx,
+        ls.key("max_budget"),
+        cfg.litellm_settings.max_budget,
+        true,
+        "USD",
+    )?;
+    let rs = KeyPath::root().key("router_settings");
+    let r = &cfg.router_settings;
+    positive(ctx, rs.key("timeout"), r.timeout, false, "seconds")?;
+    positive(
+        ctx,
+        rs.key("stream_timeout"),
+        r.stream_timeout,
+        false,
+        "seconds",
+    )?;
+    positive(
+        ctx,
+        rs.key("cooldown_time"),
+        r.cooldown_time,
+        true,
+        "seconds",
+    )?;
+    positive(ctx, rs.key("retry_after"), r.retry_after, true, "seconds")?;
+    let gs = KeyPath::root().key("general_settings");
+    let g = &cfg.general_settings;
+    positive(
+        ctx,
+        gs.key("max_request_size_mb"),
+        g.max_request_size_mb,
+        false,
+        "MB",
+    )?;
+    positive(
+        ctx,
+        gs.key("max_response_size_mb"),
+        g.max_response_size_mb,
+        false,
+        "MB",
+    )?;
+    positive(
+        ctx,
+        gs.key("proxy_batch_write_at"),
+        g.proxy_batch_write_at,
+        false,
+        "seconds",
+    )?;
+
+    // Fallbacks to groups that do not exist load (LiteLLM does not check) but never work.
+    let groups = cfg.model_groups();
+    let has_wildcard = groups.iter().any(|g| g.contains('*'));
+    let rule_sets = [
+        (&ls, "fallbacks", &cfg.litellm_settings.fallbacks),
+        (
+            &ls,
+            "context_window_fallbacks",
+            &cfg.litellm_settings.context_window_fallbacks,
+        ),
+        (
+            &ls,
+            "content_policy_fallbacks",
+            &cfg.litellm_settings.content_policy_fallbacks,
+        ),
+        (&rs, "fallbacks", &r.fallbacks),
+        (&rs, "context_window_fallbacks", &r.context_window_fallbacks),
+        (&rs, "content_policy_fallbacks", &r.content_policy_fallbacks),
+    ];
+    if !has_wildcard && !groups.is_empty() {
+        for (section, key, rules) in rule_sets {
+            for rule in rules.iter() {
+                for (from, targets) in rule {
+                    for t in targets {
+                        if !groups.contains(&t.as_str()) {
+                            warnings.push(ctx.warning(
+                                &section.key(key),
+                                format!("fallback '{from}' -> '{t}': no model group named '{t}'"),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(warnings)
+}
