@@ -39,8 +39,9 @@ pub(crate) struct UnsetRef {
 pub(crate) struct Substitution {
     /// Unset references, in document order.
     pub unset: Vec<UnsetRef>,
-    /// Values read from the environment (kept to scrub them from error messages).
-    pub resolved_values: Vec<String>,
+    /// `(variable, value)` pairs read from the environment (values of credential-like
+    /// variables are scrubbed from error messages).
+    pub resolved: Vec<(String, String)>,
 }
 
 /// Replaces every `os.environ/NAME` string in `v` (found at `path`), in place.
@@ -57,7 +58,7 @@ pub(crate) fn substitute(
             };
             match lookup(var) {
                 Some(val) => {
-                    out.resolved_values.push(val.clone());
+                    out.resolved.push((var.to_string(), val.clone()));
                     *v = Value::String(val);
                 }
                 None => {
@@ -136,7 +137,10 @@ mod tests {
         assert_eq!(s.unset[0].path.to_string(), "k");
         assert_eq!(s.unset[0].var, "A-not");
         assert!(!s.unset[0].required);
-        assert_eq!(s.resolved_values, vec!["alpha", "beta"]);
+        assert_eq!(
+            s.resolved,
+            vec![("A".into(), "alpha".into()), ("B".into(), "beta".into())]
+        );
     }
 
     #[test]

@@ -135,6 +135,13 @@ pub fn load_str(
     }
     collect_sensitive(&root, false, &mut ctx.scrub);
     ctx.scrub.extend(file_env.values().cloned());
+    ctx.scrub.extend(
+        subst
+            .resolved
+            .iter()
+            .filter(|(var, _)| is_sensitive_key(var))
+            .map(|(_, v)| v.clone()),
+    );
     ctx.scrub.retain(|s| s.len() >= 4);
     ctx.scrub.sort_by_key(|s| std::cmp::Reverse(s.len()));
 
@@ -240,17 +247,23 @@ fn collect_sensitive(v: &Value, under_sensitive: bool, out: &mut Vec<String>) {
     }
 }
 
-/// Drops serde_yaml_ng's trailing " at line L column C" (the location is printed up front).
+/// Drops the first " at line L column C" of a serde_yaml_ng message (the error's own location,
+/// printed up front); later ones ("while parsing a block mapping at line 3 column 5") stay.
 fn strip_location(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) if msg[i..].contains(" column ") => {
-            let tail = &msg[i..];
-            // Keep text after the location (e.g. ", while parsing a block mapping").
-            let after = tail.find(',').map(|j| &tail[j..]).unwrap_or("");
-            format!("{}{}", &msg[..i], after)
-        }
-        _ => msg.to_string(),
+    let Some(i) = msg.find(" at line ") else {
+        return msg.to_string();
+    };
+    let rest = &msg[i + " at line ".len()..];
+    let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n1 = digits(rest);
+    let Some(after_col) = rest[n1..].strip_prefix(" column ") else {
+        return msg.to_string();
+    };
+    let n2 = digits(after_col);
+    if n1 == 0 || n2 == 0 {
+        return msg.to_string();
     }
+    format!("{}{}", &msg[..i], &after_col[n2..])
 }
 
 /// What error and warning builders need: the text (to locate paths) and values to scrub.

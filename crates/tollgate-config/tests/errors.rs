@@ -1,0 +1,284 @@
+//! Errors name the key path, line and column; warnings for the soft cases.
+
+use std::collections::HashMap;
+
+use tollgate_config::{ErrorKind, load_str};
+
+fn env(name: &str) -> Option<String> {
+    HashMap::from([
+        ("OPENAI_API_KEY", "sk-CANARY-env-key-9999"),
+        ("MODEL_FROM_ENV", "openai/gpt-4o-mini"),
+    ])
+    .get(name)
+    .map(|v| v.to_string())
+}
+
+fn err(yaml: &str) -> tollgate_config::ConfigError {
+    load_str(yaml, "config.yaml", &env).unwrap_err()
+}
+
+const THREE: &str = "\
+model_list:
+  - model_name: a
+    litellm_params:
+      model: openai/a
+  - model_name: b
+    litellm_params:
+      model: openai/b
+      rpm: 10
+  - model_name: c
+    litellm_params:
+      api_base: http://127.0.0.1:9/v1
+      rpm: 5
+";
+
+#[test]
+fn missing_model_in_third_entry() {
+    let e = err(THREE);
+    assert_eq!(e.kind, ErrorKind::Type);
+    assert_eq!(
+        e.to_string(),
+        "config.yaml:10:5: model_list[2].litellm_params: missing field `model`"
+    );
+}
+
+#[test]
+fn missing_model_name() {
+    let e = err("model_list:\n  - litellm_params:\n      model: openai/a\n");
+    assert_eq!(
+        e.to_string(),
+        "config.yaml:2:5: model_list[0]: missing field `model_name`"
+    );
+}
+
+#[test]
+fn rpm_not_a_number() {
+    let y = THREE.replace("rpm: 10", "rpm: \"abc\"").replace(
+        "      api_base: http://127.0.0.1:9/v1\n",
+        "      model: openai/c\n",
+    );
+    let e = err(&y);
+    assert_eq!(e.kind, ErrorKind::Type);
+    let s = e.to_string();
+    assert!(
+        s.starts_with(
+            "config.yaml:8:12: model_list[1].litellm_params.rpm: invalid value: string \"abc\""
+        ),
+        "{s}"
+    );
+    assert_eq!((e.line, e.column), (Some(8), Some(12)));
+}
+
+#[test]
+fn negative_rpm_and_timeout() {
+    let e = err(
+        "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n      rpm: -3\n",
+    );
+    assert_eq!(e.line, Some(5));
+    assert!(
+        e.to_string().contains(
+            "model_list[0].litellm_params.rpm: invalid value: -3, expected a non-negative integer"
+        ),
+        "{e}"
+    );
+    let e = err(
+        "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n      timeout: -1\n",
+    );
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert_eq!(
+        e.to_string(),
+        "config.yaml:5:16: model_list[0].litellm_params.timeout: must be > 0 seconds, got -1"
+    );
+}
+
+#[test]
+fn bad_indentation_is_a_syntax_error_with_line() {
+    let y = "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n     api_base: http://x\n";
+    let e = err(y);
+    assert_eq!(e.kind, ErrorKind::Syntax);
+    assert_eq!(e.line, Some(5), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "config.yaml:5:6: did not find expected key, while parsing a block mapping at line 2 column 5"
+    );
+}
+
+#[test]
+fn unknown_provider_names_entry_and_line() {
+    let y = "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n  - model_name: weird\n    litellm_params:\n      model: nosuchprovider/x\n";
+    let e = err(y);
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    let s = e.to_string();
+    assert!(
+        s.starts_with("config.yaml:7:14: model_list[1].litellm_params.model: unknown provider prefix 'nosuchprovider' in model 'nosuchprovider/x' (model group 'weird')"),
+        "{s}"
+    );
+}
+
+#[test]
+fn unset_env_in_model_is_an_error() {
+    let y = "model_list:\n  - model_name: a\n    litellm_params:\n      model: os.environ/NOT_SET_MODEL\n";
+    let e = err(y);
+    assert_eq!(e.kind, ErrorKind::UnsetEnv);
+    assert_eq!(
+        e.to_string(),
+        "config.yaml:4:14: model_list[0].litellm_params.model: environment variable NOT_SET_MODEL (from os.environ/NOT_SET_MODEL) is not set"
+    );
+    // Set, it resolves.
+    let y = y.replace("NOT_SET_MODEL", "MODEL_FROM_ENV");
+    let l = load_str(&y, "config.yaml", &env).unwrap();
+    assert_eq!(
+        l.config.model_list[0].litellm_params.upstream_model(),
+        "gpt-4o-mini"
+    );
+}
+
+#[test]
+fn unset_env_in_api_key_is_a_warning() {
+    let y = "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n      api_key: os.environ/NOT_SET_KEY\n";
+    let l = load_str(y, "config.yaml", &env).unwrap();
+    assert!(l.config.model_list[0].litellm_params.api_key.is_none());
+    assert!(
+        l.warnings.iter().any(|w| w
+            == "config.yaml:5:7: model_list[0].litellm_params.api_key: environment variable NOT_SET_KEY (from os.environ/NOT_SET_KEY) is not set; the key is left unset"),
+        "{:?}",
+        l.warnings
+    );
+}
+
+#[test]
+fn unset_env_in_master_key_is_an_error() {
+    let e = err("general_settings:\n  master_key: os.environ/NOT_SET_MASTER\n");
+    assert_eq!(e.kind, ErrorKind::UnsetEnv);
+    assert_eq!(e.line, Some(2));
+}
+
+#[test]
+fn hosted_vllm_needs_api_base() {
+    let e = err(
+        "model_list:\n  - model_name: v\n    litellm_params:\n      model: hosted_vllm/llama\n",
+    );
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert!(
+        e.to_string().contains(
+            "model_list[0].litellm_params.model: provider 'hosted_vllm' has no default endpoint"
+        ),
+        "{e}"
+    );
+    assert_eq!(e.line, Some(4));
+}
+
+#[test]
+fn duplicate_model_info_id() {
+    let y = "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\n    model_info: {id: x1}\n  - model_name: b\n    litellm_params: {model: openai/b}\n    model_info:\n      id: x1\n";
+    let e = err(y);
+    assert_eq!(
+        e.to_string(),
+        "config.yaml:8:11: model_list[1].model_info.id: duplicate deployment id 'x1' (also model_list[0])"
+    );
+}
+
+#[test]
+fn secret_values_are_scrubbed_from_errors() {
+    // A credential pasted into a numeric field by mistake must not be echoed back.
+    let y = "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n      rpm: os.environ/OPENAI_API_KEY\n";
+    let e = err(y);
+    let s = format!("{e} {e:?}");
+    assert!(!s.contains("CANARY"), "{s}");
+    assert!(s.contains("model_list[0].litellm_params.rpm"), "{s}");
+}
+
+#[test]
+fn empty_file_and_missing_model_list_are_valid() {
+    for y in [
+        "",
+        "   \n# only a comment\n",
+        "litellm_settings:\n  drop_params: true\n",
+        "model_list:\n",
+    ] {
+        let l = load_str(y, "config.yaml", &env).unwrap();
+        assert!(l.config.model_list.is_empty());
+        assert!(
+            l.warnings.iter().any(|w| w.contains("no model")),
+            "{y:?}: {:?}",
+            l.warnings
+        );
+    }
+}
+
+#[test]
+fn top_level_must_be_a_mapping() {
+    let e = err("- a\n- b\n");
+    assert_eq!(e.kind, ErrorKind::Type);
+}
+
+#[test]
+fn wildcards_are_valid() {
+    let y = "model_list:\n  - model_name: \"*\"\n    litellm_params: {model: \"*\"}\n  - model_name: \"openai/*\"\n    litellm_params: {model: \"openai/*\", api_key: os.environ/OPENAI_API_KEY}\n";
+    let l = load_str(y, "config.yaml", &env).unwrap();
+    assert_eq!(l.config.model_list[0].litellm_params.provider(), "*");
+    assert_eq!(l.config.model_list[1].litellm_params.provider(), "openai");
+}
+
+#[test]
+fn master_key_falls_back_to_env() {
+    let l = load_str("model_list: []\n", "c.yaml", &|k| {
+        (k == "LITELLM_MASTER_KEY").then(|| "sk-from-env-abcdef".to_string())
+    })
+    .unwrap();
+    assert_eq!(l.master_key.unwrap().expose(), "sk-from-env-abcdef");
+    assert_eq!(l.master_key_source, Some("LITELLM_MASTER_KEY"));
+    // environment_variables can define it too.
+    let l = load_str(
+        "environment_variables:\n  LITELLM_MASTER_KEY: sk-file-env-123456\n",
+        "c.yaml",
+        &|_| None,
+    )
+    .unwrap();
+    assert_eq!(l.master_key.unwrap().expose(), "sk-file-env-123456");
+    let l = load_str(
+        "general_settings: {master_key: sk-1234}\n",
+        "c.yaml",
+        &|_| Some("sk-env-loses".into()),
+    )
+    .unwrap();
+    assert_eq!(l.master_key.unwrap().expose(), "sk-1234");
+}
+
+#[test]
+fn yaml_merge_keys_and_anchors() {
+    let y = "\
+defaults: &defaults
+  api_key: os.environ/OPENAI_API_KEY
+  timeout: 30
+model_list:
+  - model_name: a
+    litellm_params:
+      <<: *defaults
+      model: openai/a
+";
+    let l = load_str(y, "config.yaml", &env).unwrap();
+    let p = &l.config.model_list[0].litellm_params;
+    assert_eq!(p.timeout, Some(30.0));
+    assert_eq!(
+        p.api_key.as_ref().unwrap().expose(),
+        "sk-CANARY-env-key-9999"
+    );
+    assert!(
+        l.config
+            .unimplemented_keys()
+            .contains(&"defaults".to_string())
+    );
+}
+
+#[test]
+fn load_path_reports_missing_file() {
+    let e = tollgate_config::load_path(std::path::Path::new("/nonexistent/tollgate.yaml"), &env)
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Io);
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent/tollgate.yaml: cannot read config file"),
+        "{e}"
+    );
+}
