@@ -151,9 +151,15 @@ impl LoadedConfig {
                 let _ = writeln!(s, "  {k}");
             }
         }
-        if !self.warnings.is_empty() {
+        // The unimplemented-keys warning repeats the list above.
+        let warnings: Vec<&String> = self
+            .warnings
+            .iter()
+            .filter(|w| !w.contains(crate::load::UNIMPLEMENTED_WARNING))
+            .collect();
+        if !warnings.is_empty() {
             let _ = writeln!(s, "Warnings:");
-            for w in &self.warnings {
+            for w in warnings {
                 let _ = writeln!(s, "  {w}");
             }
         }

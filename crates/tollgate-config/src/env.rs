@@ -89,7 +89,7 @@ pub(crate) fn substitute(
             }
             // An unset reference leaves the key unset, as LiteLLM's None does.
             for k in unset_keys {
-                m.remove(&k);
+                m.shift_remove(&k);
             }
         }
         Value::Tagged(t) => substitute(&mut t.value, path, lookup, out),

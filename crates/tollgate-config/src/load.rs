@@ -14,6 +14,13 @@ use crate::redact::is_sensitive_key;
 use crate::secret::{Secret, mask};
 use crate::validate::validate;
 
+/// Credential values shorter than this are not scrubbed from messages (they would mangle
+/// ordinary words and are not credentials worth the name).
+const MIN_SCRUB_LEN: usize = 6;
+
+/// Text of the warning that lists [`Config::unimplemented_keys`].
+pub(crate) const UNIMPLEMENTED_WARNING: &str = "keys Tollgate does not act on yet (ignored)";
+
 /// Environment variable consulted when `general_settings.master_key` is not set.
 pub const MASTER_KEY_ENV: &str = "LITELLM_MASTER_KEY";
 
@@ -106,12 +113,13 @@ pub fn load_str(
         )
     })?;
 
-    // 1. environment_variables, resolved against the process environment only.
+    // 1. environment_variables, resolved against the process environment only. The section
+    // is taken out (its slot left null, so key order is kept) while the rest is substituted.
     let mut subst = Substitution::default();
     let env_key = Value::from("environment_variables");
     let mut env_section = root
-        .as_mapping_mut()
-        .and_then(|m| m.remove(&env_key))
+        .get_mut(&env_key)
+        .map(std::mem::take)
         .unwrap_or(Value::Null);
     substitute(
         &mut env_section,
@@ -130,8 +138,8 @@ pub fn load_str(
 
     // 2. Everything else.
     substitute(&mut root, &KeyPath::root(), &lookup, &mut subst);
-    if let (Some(m), false) = (root.as_mapping_mut(), env_section.is_null()) {
-        m.insert(env_key, env_section);
+    if let Some(slot) = root.get_mut(&env_key) {
+        *slot = env_section;
     }
     collect_sensitive(&root, false, &mut ctx.scrub);
     ctx.scrub.extend(file_env.values().cloned());
@@ -142,7 +150,7 @@ pub fn load_str(
             .filter(|(var, _)| is_sensitive_key(var))
             .map(|(_, v)| v.clone()),
     );
-    ctx.scrub.retain(|s| s.len() >= 4);
+    ctx.scrub.retain(|s| s.len() >= MIN_SCRUB_LEN);
     ctx.scrub.sort_by_key(|s| std::cmp::Reverse(s.len()));
 
     for u in &subst.unset {
@@ -197,7 +205,7 @@ fn finish(
     let unimplemented = config.unimplemented_keys();
     if !unimplemented.is_empty() {
         warnings.push(format!(
-            "{}: keys Tollgate does not act on yet (ignored): {}",
+            "{}: {UNIMPLEMENTED_WARNING}: {}",
             ctx.source_name,
             unimplemented.join(", ")
         ));

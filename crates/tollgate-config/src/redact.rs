@@ -16,7 +16,6 @@ const SENSITIVE_PARTS: &[&str] = &[
     "secret",
     "password",
     "passwd",
-    "token",
     "credential",
     "auth",
     "cookie",
@@ -29,10 +28,19 @@ const SENSITIVE_PARTS: &[&str] = &[
 ];
 
 /// True when a key (config key or header name) names something that may be a credential,
-/// e.g. `api_key`, `Authorization`, `x-api-key`, `redis_password`, `client_secret`.
+/// e.g. `api_key`, `Authorization`, `x-api-key`, `redis_password`, `client_secret`,
+/// `aws_session_token`. Token *counts and prices* (`max_tokens`, `input_cost_per_token`,
+/// `cache_read_input_token_cost`) are not credentials.
 pub fn is_sensitive_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    SENSITIVE_PARTS.iter().any(|p| k.contains(p))
+    if SENSITIVE_PARTS.iter().any(|p| k.contains(p)) {
+        return true;
+    }
+    k.contains("token")
+        && !k.contains("tokens")
+        && !k.contains("per_token")
+        && !k.contains("token_cost")
+        && !k.contains("token_count")
 }
 
 /// Masks the password of a `scheme://user:password@host/...` URL; other strings unchanged.
@@ -126,7 +134,16 @@ mod tests {
         ] {
             assert!(is_sensitive_key(k), "{k}");
         }
-        for k in ["model", "api_base", "timeout", "host"] {
+        for k in [
+            "model",
+            "api_base",
+            "timeout",
+            "host",
+            "max_tokens",
+            "max_input_tokens",
+            "input_cost_per_token",
+            "cache_read_input_token_cost",
+        ] {
             assert!(!is_sensitive_key(k), "{k}");
         }
     }

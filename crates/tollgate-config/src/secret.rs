@@ -18,9 +18,9 @@ const MIN_LEN_TO_SHOW_TAIL: usize = 12;
 /// [`Secret::expose`] returns the real value; call it only where the value is sent upstream or
 /// compared (in constant time, by the caller).
 ///
-/// Deserializes from a YAML string or number (numbers are kept as their decimal text); a mapping or
-/// list (e.g. inline `vertex_credentials`) is kept as its compact JSON text. Type errors never
-/// echo the value.
+/// Deserializes from a YAML string or number (numbers are kept as their decimal text); a mapping
+/// (e.g. inline `vertex_credentials`) is kept as its compact JSON text. Type errors never echo
+/// the value.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Secret(String);
 
@@ -97,9 +97,10 @@ impl<'de> Deserialize<'de> for Secret {
         match serde_json::Value::deserialize(d)? {
             serde_json::Value::String(s) => Ok(Secret(s)),
             serde_json::Value::Number(n) => Ok(Secret(n.to_string())),
-            v @ (serde_json::Value::Object(_) | serde_json::Value::Array(_)) => {
-                Ok(Secret(v.to_string()))
-            }
+            v @ serde_json::Value::Object(_) => Ok(Secret(v.to_string())),
+            serde_json::Value::Array(_) => Err(D::Error::custom(
+                "invalid type: sequence, expected a string (secret value)",
+            )),
             serde_json::Value::Bool(_) => Err(D::Error::custom(
                 "invalid type: boolean, expected a string (secret value)",
             )),
@@ -145,5 +146,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("expected a string"), "{e}");
+        let e = serde_json::from_str::<Secret>(r#"["sk-CANARY-in-a-list"]"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("expected a string") && !e.contains("CANARY"),
+            "{e}"
+        );
     }
 }

@@ -282,3 +282,52 @@ fn load_path_reports_missing_file() {
         "{e}"
     );
 }
+
+#[test]
+fn shape_errors_are_located() {
+    let cases = [
+        (
+            "model_list:\n  - model_name: a\n    litellm_params: null\n",
+            "config.yaml:3:5: model_list[0].litellm_params: missing field `model`",
+        ),
+        (
+            "model_list: {}\n",
+            "config.yaml:1:13: model_list: invalid type: map, expected a sequence",
+        ),
+        (
+            "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a, timeout: [1]}\n",
+            "config.yaml:3:48: model_list[0].litellm_params.timeout: invalid type: sequence, expected a number or a numeric string",
+        ),
+        (
+            "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\n    model_info: {max_input_tokens: lots}\n",
+            "config.yaml:4:36: model_list[0].model_info.max_input_tokens: invalid value: string \"lots\", expected a number or a numeric string",
+        ),
+        (
+            "litellm_settings:\n  fallbacks: [{a: {b: c}}]\n",
+            "config.yaml:2:19: litellm_settings.fallbacks[0].a: invalid type: map, expected a list of strings or a single string",
+        ),
+        (
+            "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n      api_key: [sk-CANARY-listed-key]\n",
+            "config.yaml:5:16: model_list[0].litellm_params.api_key: invalid type: sequence, expected a string (secret value)",
+        ),
+        (
+            "litellm_settings:\n  drop_params: maybe\n",
+            "config.yaml:2:16: litellm_settings.drop_params: invalid value: string \"maybe\", expected a boolean (true/false, yes/no, on/off)",
+        ),
+    ];
+    for (yaml, want) in cases {
+        assert_eq!(err(yaml).to_string(), want, "{yaml}");
+    }
+}
+
+#[test]
+fn pyyaml_style_scalars_are_accepted() {
+    let y = "model_list:\n  - model_name: a\n    litellm_params:\n      model: azure/a\n      api_base: https://a.example/\n      api_version: 2024-06-01\n      input_cost_per_token: 1e-6\n      rpm: \"60\"\n      max_retries: 2.0\nlitellm_settings:\n  drop_params: \"yes\"\n  callbacks: prometheus\n";
+    let l = load_str(y, "config.yaml", &env).unwrap();
+    let p = &l.config.model_list[0].litellm_params;
+    assert_eq!(p.api_version.as_deref(), Some("2024-06-01"));
+    assert_eq!(p.input_cost_per_token, Some(1e-6));
+    assert_eq!((p.rpm, p.max_retries), (Some(60), Some(2)));
+    assert_eq!(l.config.litellm_settings.drop_params, Some(true));
+    assert_eq!(l.config.litellm_settings.callbacks, vec!["prometheus"]);
+}

@@ -190,6 +190,9 @@ fn unimplemented_keys_listed() {
             "{k} is implemented: {keys:?}"
         );
     }
+    // File order is kept.
+    let pos = |k: &str| keys.iter().position(|x| x == k).unwrap();
+    assert!(pos("guardrails") < pos("mcp_servers"), "{keys:?}");
     assert!(
         l.warnings
             .iter()
@@ -212,6 +215,12 @@ fn secrets_never_printed() {
     for out in &outputs {
         assert!(!out.contains("CANARY"), "secret leaked:\n{out}");
     }
+    // Token counts are not credentials: they stay readable.
+    assert!(
+        outputs[1].contains("\"max_tokens\": Number(4096)"),
+        "{}",
+        outputs[1]
+    );
     let d = l.describe();
     // Masks keep the last four characters of long keys.
     assert!(d.contains("sk-...bbbb"), "{d}");
