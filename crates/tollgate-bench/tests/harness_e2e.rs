@@ -1,0 +1,144 @@
+//! Runs the whole harness for about a second and checks the files it writes.
+//! Direct runs go to an in-process upstream; the Tollgate gateway joins when
+//! its binary has been built (target/release or target/debug), else it is
+//! reported as skipped. Timings are never asserted, only their consistency.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use tollgate_bench::driver::Mode;
+use tollgate_bench::gateway::GatewayDef;
+use tollgate_bench::harness::{self, DIRECT_ONLY, HarnessConfig};
+use tollgate_bench::report::{self, Meta};
+use tollgate_bench::upstream::Upstream;
+use tollgate_bench::workload::Scenario;
+
+#[test]
+fn sweep_writes_consistent_csv_table_and_plots() {
+    let (upstream, seen) = support::start_on_thread(Duration::from_millis(2));
+    let bench_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench");
+    let bench_dir = bench_dir.canonicalize().unwrap();
+    let repo_dir = bench_dir.parent().unwrap().to_path_buf();
+    let tollgate_built = ["release", "debug"]
+        .iter()
+        .any(|p| repo_dir.join("target").join(p).join("tollgate").is_file());
+    let mut gateways = Vec::new();
+    if tollgate_built {
+        let p = bench_dir.join("gateways/tollgate.toml");
+        gateways.push(GatewayDef::parse(&std::fs::read_to_string(&p).unwrap(), &p).unwrap());
+    } else {
+        println!("tollgate binary not built: gateway part skipped, direct only");
+    }
+    let work = std::env::temp_dir().join(format!("tgb-e2e-{}", std::process::id()));
+    let cfg = HarnessConfig {
+        bench_dir: bench_dir.clone(),
+        repo_dir,
+        gateways,
+        upstream: Upstream::Existing(upstream),
+        scenario: Scenario::Forwarding,
+        levels: vec![1, 4],
+        repeats: 2,
+        warmup: Duration::from_millis(30),
+        gateway_warmup: Duration::from_millis(200),
+        duration: Duration::from_millis(200),
+        max_requests: 100_000,
+        mode: Mode::Closed,
+        request_timeout: Duration::from_secs(5),
+        direct_headers: vec![("authorization".into(), "Bearer sk-bench-upstream".into())],
+        openai_model: "bench-gpt".into(),
+        anthropic_model: "bench-claude".into(),
+        work_dir: work.join("scratch"),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sweep = rt.block_on(harness::run(&cfg)).unwrap();
+    let rows = report::summarise(&sweep);
+    let measured: Vec<&str> = sweep
+        .gateways
+        .iter()
+        .filter(|g| g.status == "measured")
+        .map(|g| g.name.as_str())
+        .collect();
+    println!(
+        "gateways: {:?}",
+        sweep
+            .gateways
+            .iter()
+            .map(|g| (&g.name, &g.status, &g.detail))
+            .collect::<Vec<_>>()
+    );
+    let meta = Meta {
+        scenario: "forwarding",
+        machine: &sweep.machine,
+        commit: None,
+        command: "test".into(),
+        gateways: &sweep.gateways,
+        upstream: &sweep.upstream,
+        started: "test".into(),
+    };
+    let out = work.join("results");
+    let files = report::write_all(&out, &sweep, &rows, &meta).unwrap();
+    assert!(files.iter().any(|f| f.ends_with("rps.svg")));
+
+    // runs.csv: one row per level × repeat × side.
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let mut lines = runs.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows_csv: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    let sides_per_level = if measured.is_empty() {
+        1
+    } else {
+        2 * measured.len()
+    };
+    assert_eq!(rows_csv.len(), 2 * 2 * sides_per_level, "{runs}");
+    for r in &rows_csv {
+        assert_eq!(r.len(), header.len());
+        let num = |c: &str| r[col(c)].parse::<f64>().unwrap();
+        assert!(num("rps") > 0.0, "{r:?}");
+        assert!(num("requests") > 0.0);
+        assert_eq!(num("errors"), 0.0, "{r:?}");
+        assert!(num("p99_us") >= num("p50_us"), "{r:?}");
+        assert!(num("max_us") >= num("p99_us"));
+        // Latency includes the mock's 2 ms delay.
+        assert!(num("p50_us") >= 2000.0, "{r:?}");
+        if r[col("side")] == "gateway" {
+            assert!(num("peak_rss_mb") > 0.0);
+        }
+    }
+    let levels: Vec<&str> = rows_csv.iter().map(|r| r[col("level")].as_str()).collect();
+    assert_eq!(
+        levels.iter().filter(|l| **l == "1").count(),
+        2 * sides_per_level
+    );
+    assert!(seen.chat.load(std::sync::atomic::Ordering::Relaxed) > 0);
+
+    // Summary and table: one row per gateway and level.
+    let expected_rows = if measured.is_empty() {
+        2
+    } else {
+        2 * measured.len()
+    };
+    assert_eq!(rows.len(), expected_rows);
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    let name = measured.first().copied().unwrap_or(DIRECT_ONLY);
+    assert!(table.contains(&format!("| {name} | 1 |")), "{table}");
+    assert!(table.contains(&format!("| {name} | 4 |")), "{table}");
+    for r in &rows {
+        assert!(r.direct_rps.median > 0.0);
+        assert!(r.direct_p99_ms.median >= r.direct_p50_ms.median);
+        assert_eq!(r.repeats, 2);
+    }
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 1 + expected_rows);
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert!(meta["machine"]["cores"].as_u64().unwrap() >= 1);
+    std::fs::remove_dir_all(&work).ok();
+}
