@@ -20,6 +20,8 @@
 //! [`TranslateError::Unsupported`] naming the field. Mapping rules follow
 //! `shared/reference/wire-formats.md` §7.
 
+pub mod anthropic_to_chat;
+mod chat_chunk;
 pub mod chat_to_anthropic;
 mod common;
 mod error;

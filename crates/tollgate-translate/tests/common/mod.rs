@@ -120,7 +120,10 @@ macro_rules! impl_feed {
         }
     )*};
 }
-impl_feed!(tollgate_translate::chat_to_anthropic::StreamTranslator);
+impl_feed!(
+    tollgate_translate::chat_to_anthropic::StreamTranslator,
+    tollgate_translate::anthropic_to_chat::StreamTranslator
+);
 
 /// Feeds `input` cut into the given pieces through a framer and `t`; returns the client bytes.
 /// Upstream read errors stop the stream like the gateway would.

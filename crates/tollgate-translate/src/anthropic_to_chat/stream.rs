@@ -1,0 +1,363 @@
+//! OpenAI Chat chunks → Anthropic Messages SSE events (wire-formats.md §7.5), as a state
+//! machine.
+
+use bytes::BytesMut;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tollgate_protocol::ParsedEvent;
+
+use crate::chat_chunk::{ChatChunk, tool_position};
+use crate::common::stop_reason_from_finish_reason;
+use crate::errors::{anthropic_type_for_openai_error, write_anthropic_stream_error};
+use crate::usage::Usage;
+use crate::{StreamOutcome, TranslateError, sse_out};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Thinking,
+    /// A tool_use block for the OpenAI tool call at this position.
+    Tool(u32),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    index: u32,
+    kind: Kind,
+}
+
+/// Translates one OpenAI Chat chunk stream into Anthropic Messages events.
+///
+/// - First chunk → `message_start` (`content: []`, `stop_reason: null`, usage zero: OpenAI
+///   reports usage only at the end).
+/// - Non-empty `delta.content` → a `text` block (opened on first use, at the next block index)
+///   and `text_delta`s. Empty content, `null`, and an empty `tool_calls: []` array produce
+///   nothing (field failure B14).
+/// - `delta.refusal` → text too, and `stop_reason: refusal`.
+/// - `delta.reasoning_content` / `delta.reasoning` → a `thinking` block with `thinking_delta`s.
+/// - A tool call at a new `index` → the open block is closed, a `tool_use` block
+///   `{id, name, input: {}}` is started; every non-empty `arguments` fragment becomes an
+///   `input_json_delta` on that block as it arrives (B15), including arguments sent whole in
+///   the first delta.
+/// - `finish_reason` → the open block is closed; `message_delta` is held until the usage chunk
+///   or `[DONE]`, then `message_delta {stop_reason, usage}` and `message_stop`. `stop` after a
+///   tool call is reported as `tool_use` (B17).
+/// - `{"error": ...}` → `event: error` (type from [`anthropic_type_for_openai_error`]) and the
+///   stream ends.
+/// - EOF ([`StreamTranslator::finish`]) after a `finish_reason` ends cleanly; before one, an
+///   `event: error` `api_error` is written, never a silent clean end.
+#[derive(Debug)]
+pub struct StreamTranslator {
+    id: String,
+    model: String,
+    started: bool,
+    open: Option<Open>,
+    next_block: u32,
+    /// (tool-call position, block index) of every tool call seen.
+    tools: Vec<(u32, u32)>,
+    finish_reason: Option<String>,
+    stop_reason: Option<&'static str>,
+    /// The model refused (`delta.refusal`): `stop_reason` becomes `refusal`.
+    refused: bool,
+    usage: Usage,
+    outcome: StreamOutcome,
+}
+
+#[derive(Serialize)]
+struct BlockDelta<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    index: u32,
+    delta: DeltaBody<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type")]
+enum DeltaBody<'a> {
+    #[serde(rename = "text_delta")]
+    Text { text: &'a str },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: &'a str },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: &'a str },
+}
+
+#[derive(Serialize)]
+struct BlockStop {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    index: u32,
+}
+
+impl Default for StreamTranslator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamTranslator {
+    /// A translator for one stream.
+    pub fn new() -> Self {
+        Self {
+            id: String::new(),
+            model: String::new(),
+            started: false,
+            open: None,
+            next_block: 0,
+            tools: Vec::new(),
+            finish_reason: None,
+            stop_reason: None,
+            refused: false,
+            usage: Usage::default(),
+            outcome: StreamOutcome::InProgress,
+        }
+    }
+
+    /// Feeds one upstream SSE event; output events are appended to `out`.
+    /// See [`StreamTranslator::feed_str`].
+    pub fn feed(
+        &mut self,
+        event: &ParsedEvent<'_>,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if !event.has_data {
+            return Ok(());
+        }
+        self.feed_str(event.event, &event.data, out)
+    }
+
+    /// Feeds one upstream event given as its `event:` name (unused by OpenAI) and `data:` text.
+    /// Input after the end of the stream is ignored.
+    ///
+    /// Errors: [`TranslateError::InvalidStreamEvent`] when `data` is neither `[DONE]` nor a
+    /// chunk; an `event: error` has then been written and the stream is over.
+    pub fn feed_str(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if self.outcome != StreamOutcome::InProgress {
+            return Ok(());
+        }
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.complete(out);
+            return Ok(());
+        }
+        let chunk: ChatChunk<'_> = match serde_json::from_str(data) {
+            Ok(c) => c,
+            Err(e) => {
+                let msg = format!("upstream sent an unreadable chunk: {e}");
+                write_anthropic_stream_error(out, "api_error", &msg);
+                self.outcome = StreamOutcome::InvalidEvent;
+                return Err(TranslateError::InvalidStreamEvent(msg));
+            }
+        };
+        if let Some(err) = &chunk.error {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("upstream error");
+            write_anthropic_stream_error(out, anthropic_type_for_openai_error(err), msg);
+            self.outcome = StreamOutcome::UpstreamError;
+            return Ok(());
+        }
+        if !self.started {
+            if let Some(id) = &chunk.id {
+                self.id = id.to_string();
+            }
+            if let Some(m) = &chunk.model {
+                self.model = m.to_string();
+            }
+            self.start(out);
+        }
+        if let Some(u) = chunk.usage.as_ref().filter(|u| u.is_object()) {
+            // Cumulative when repeated (B10): the last one wins.
+            self.usage = Usage::from_openai_chat(u);
+        }
+        for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
+            if let Some(delta) = &choice.delta {
+                if let Some(r) = delta.reasoning_text() {
+                    let i = self.ensure_open(out, Kind::Thinking);
+                    block_delta(out, i, DeltaBody::Thinking { thinking: r });
+                }
+                if let Some(t) = delta.content.as_deref().filter(|t| !t.is_empty()) {
+                    let i = self.ensure_open(out, Kind::Text);
+                    block_delta(out, i, DeltaBody::Text { text: t });
+                }
+                if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
+                    self.refused = true;
+                    let i = self.ensure_open(out, Kind::Text);
+                    block_delta(out, i, DeltaBody::Text { text: t });
+                }
+                for tc in delta.tool_calls.iter().flatten() {
+                    let pos = tool_position(tc, self.tools.len());
+                    let f = tc.function.as_ref();
+                    let block = match self.tools.iter().find(|(p, _)| *p == pos) {
+                        Some(&(_, b)) => b,
+                        None => {
+                            self.close(out);
+                            let b = self.next_block;
+                            self.next_block += 1;
+                            let id = match tc.id.as_deref() {
+                                Some(id) => id.to_owned(),
+                                None => format!("toolu_{}_{pos}", self.id),
+                            };
+                            let name = f.and_then(|f| f.name.as_deref()).unwrap_or("");
+                            sse_out::event(
+                                out,
+                                "content_block_start",
+                                &json!({"type": "content_block_start", "index": b,
+                                        "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+                            );
+                            self.tools.push((pos, b));
+                            self.open = Some(Open {
+                                index: b,
+                                kind: Kind::Tool(pos),
+                            });
+                            b
+                        }
+                    };
+                    if let Some(args) = f
+                        .and_then(|f| f.arguments.as_deref())
+                        .filter(|a| !a.is_empty())
+                    {
+                        block_delta(out, block, DeltaBody::InputJson { partial_json: args });
+                    }
+                }
+            }
+            if let Some(fr) = &choice.finish_reason {
+                self.close(out);
+                self.finish_reason = Some(fr.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the stream at upstream EOF: a clean end if a `finish_reason` was seen (usage as
+    /// known), else `event: error` (`api_error`) and [`StreamOutcome::Truncated`].
+    pub fn finish(&mut self, out: &mut BytesMut) {
+        if self.outcome != StreamOutcome::InProgress {
+            return;
+        }
+        if self.finish_reason.is_some() {
+            self.complete(out);
+        } else {
+            write_anthropic_stream_error(
+                out,
+                "api_error",
+                "upstream stream ended before finish_reason",
+            );
+            self.outcome = StreamOutcome::Truncated;
+        }
+    }
+
+    /// Usage seen so far (final once the stream completed), for billing.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The Anthropic `stop_reason` sent to the client, once sent.
+    pub fn stop_reason(&self) -> Option<&'static str> {
+        self.stop_reason
+    }
+
+    /// The upstream's OpenAI `finish_reason`, once seen.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
+    }
+
+    /// How the stream ended (or [`StreamOutcome::InProgress`]).
+    pub fn outcome(&self) -> StreamOutcome {
+        self.outcome
+    }
+
+    fn start(&mut self, out: &mut BytesMut) {
+        self.started = true;
+        sse_out::event(
+            out,
+            "message_start",
+            &json!({"type": "message_start", "message": {
+                "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+        );
+    }
+
+    /// Index of the open block of `kind`, opening one (and closing another) if needed.
+    fn ensure_open(&mut self, out: &mut BytesMut, kind: Kind) -> u32 {
+        if let Some(o) = self.open
+            && o.kind == kind
+        {
+            return o.index;
+        }
+        self.close(out);
+        let index = self.next_block;
+        self.next_block += 1;
+        let block = match kind {
+            Kind::Thinking => json!({"type": "thinking", "thinking": "", "signature": ""}),
+            _ => json!({"type": "text", "text": ""}),
+        };
+        sse_out::event(
+            out,
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        );
+        self.open = Some(Open { index, kind });
+        index
+    }
+
+    fn close(&mut self, out: &mut BytesMut) {
+        if let Some(o) = self.open.take() {
+            sse_out::event(
+                out,
+                "content_block_stop",
+                &BlockStop {
+                    ty: "content_block_stop",
+                    index: o.index,
+                },
+            );
+        }
+    }
+
+    fn complete(&mut self, out: &mut BytesMut) {
+        if !self.started {
+            self.start(out);
+        }
+        self.close(out);
+        let stop = if self.refused {
+            "refusal"
+        } else {
+            stop_reason_from_finish_reason(
+                self.finish_reason.as_deref().unwrap_or("stop"),
+                !self.tools.is_empty(),
+            )
+        };
+        self.stop_reason = Some(stop);
+        sse_out::event(
+            out,
+            "message_delta",
+            &json!({"type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": null},
+                    "usage": self.usage.to_anthropic()}),
+        );
+        sse_out::event(out, "message_stop", &json!({"type": "message_stop"}));
+        self.outcome = StreamOutcome::Completed;
+    }
+}
+
+fn block_delta(out: &mut BytesMut, index: u32, delta: DeltaBody<'_>) {
+    sse_out::event(
+        out,
+        "content_block_delta",
+        &BlockDelta {
+            ty: "content_block_delta",
+            index,
+            delta,
+        },
+    );
+}

@@ -1,0 +1,85 @@
+//! Borrowing view of an OpenAI Chat stream chunk (wire-formats.md §1.3): only the fields the
+//! translators read, strings borrowed from the event when they have no escapes.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+pub(crate) struct ChatChunk<'a> {
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub choices: Option<Vec<ChunkChoice<'a>>>,
+    #[serde(default)]
+    pub usage: Option<Value>,
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ChunkChoice<'a> {
+    #[serde(default)]
+    pub index: u32,
+    #[serde(default, borrow)]
+    pub delta: Option<ChunkDelta<'a>>,
+    #[serde(default, borrow)]
+    pub finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ChunkDelta<'a> {
+    #[serde(default, borrow)]
+    pub content: Option<Cow<'a, str>>,
+    /// DeepSeek / vLLM reasoning text.
+    #[serde(default, borrow)]
+    pub reasoning_content: Option<Cow<'a, str>>,
+    /// OpenRouter / newer vLLM name for the same.
+    #[serde(default, borrow)]
+    pub reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub refusal: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ToolCallDelta<'a> {
+    #[serde(default)]
+    pub index: Option<u32>,
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub arguments: Option<Cow<'a, str>>,
+}
+
+impl ChunkDelta<'_> {
+    /// Reasoning text under either field name, if non-empty.
+    pub fn reasoning_text(&self) -> Option<&str> {
+        self.reasoning_content
+            .as_deref()
+            .or(self.reasoning.as_deref())
+            .filter(|t| !t.is_empty())
+    }
+}
+
+/// Resolves a tool-call delta to its tool-call position: its `index`, or, for servers that omit
+/// it, a new position when the delta carries an `id` and the last known one otherwise.
+pub(crate) fn tool_position(tc: &ToolCallDelta<'_>, known: usize) -> u32 {
+    match tc.index {
+        Some(i) => i,
+        None if tc.id.is_some() => known as u32,
+        None => known.saturating_sub(1) as u32,
+    }
+}
