@@ -67,6 +67,12 @@ pub const LITELLM_PARAMS_INTERNAL: &[&str] = &[
     "auto_router_embedding_model",
     "health_check_model",
     "headers",
+    "mock_timeout",
+    "s3_bucket_name",
+    "s3_region_name",
+    "s3_access_key_id",
+    "s3_secret_access_key",
+    "aws_batch_role_arn",
 ];
 
 /// `litellm_params` keys that are typed but not acted on yet (none today: every typed field is

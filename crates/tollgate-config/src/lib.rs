@@ -42,6 +42,7 @@ mod load;
 mod locate;
 mod model;
 mod path;
+mod providers;
 pub mod redact;
 mod secret;
 mod settings;
@@ -53,8 +54,11 @@ pub use extra::Extra;
 pub use load::{LoadedConfig, MASTER_KEY_ENV, load_path, load_str};
 pub use model::{DEFAULT_PROVIDER, LitellmParams, ModelEntry, ModelInfo};
 pub use path::{KeyPath, Segment};
+pub use providers::{
+    KNOWN_PROVIDERS, LITELLM_PROVIDERS_NOT_SERVED, PROVIDERS_REQUIRING_API_BASE, ProviderSupport,
+    provider_support,
+};
 pub use secret::{Secret, mask};
 pub use settings::{
     Fallbacks, GeneralSettings, LitellmSettings, ModelGroupAlias, RouterSettings, fallbacks_for,
 };
-pub use validate::{KNOWN_PROVIDERS, PROVIDERS_REQUIRING_API_BASE};

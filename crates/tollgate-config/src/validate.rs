@@ -7,44 +7,9 @@ use crate::error::{ConfigError, ErrorKind};
 use crate::load::Ctx;
 use crate::locate::Mode;
 use crate::path::KeyPath;
-
-/// Provider prefixes Tollgate knows (`litellm_params.model: "<provider>/<id>"`), from the
-/// LiteLLM provider table (litellm-surface.md §2). `"*"` (`model: "*"`) is also accepted: it
-/// forwards any `provider/model` a client asks for.
-pub const KNOWN_PROVIDERS: &[&str] = &[
-    "openai",
-    "text-completion-openai",
-    "azure",
-    "azure_ai",
-    "anthropic",
-    "bedrock",
-    "vertex_ai",
-    "gemini",
-    "groq",
-    "mistral",
-    "cohere",
-    "ollama",
-    "ollama_chat",
-    "hosted_vllm",
-    "openrouter",
-    "deepseek",
-    "together_ai",
-    "fireworks_ai",
-    "xai",
-    "perplexity",
-    "cerebras",
-    "deepinfra",
-    "nvidia_nim",
-    "databricks",
-    "huggingface",
-    "lm_studio",
-    "sambanova",
-    "litellm_proxy",
-    "mock",
-];
-
-/// Providers that have no default `api_base` (litellm-surface.md §2).
-pub const PROVIDERS_REQUIRING_API_BASE: &[&str] = &["hosted_vllm"];
+use crate::providers::{
+    KNOWN_PROVIDERS, PROVIDERS_REQUIRING_API_BASE, ProviderSupport, provider_support,
+};
 
 fn lp(i: usize) -> KeyPath {
     KeyPath::root()
@@ -100,23 +65,33 @@ pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigErr
             ));
         }
         let provider = p.provider();
-        if provider != "*" && !KNOWN_PROVIDERS.contains(&provider) {
-            let (path, what) = if p.custom_llm_provider.is_some() {
-                (lp(i).key("custom_llm_provider"), "custom_llm_provider")
-            } else {
-                (lp(i).key("model"), "provider prefix")
-            };
-            return Err(ctx.error(
-                ErrorKind::Invalid,
-                path,
-                Mode::Value,
+        match provider_support(provider) {
+            ProviderSupport::Served | ProviderSupport::Wildcard => {}
+            ProviderSupport::LitellmOnly => warnings.push(ctx.warning(
+                &lp(i).key("model"),
                 format!(
-                    "unknown {what} '{provider}' in model '{}' (model group '{}'); known providers: {}",
-                    p.model,
-                    e.model_name,
-                    KNOWN_PROVIDERS.join(", ")
+                    "provider '{provider}' is a LiteLLM provider Tollgate does not serve yet: requests routed to this deployment of '{}' will fail",
+                    e.model_name
                 ),
-            ));
+            )),
+            ProviderSupport::Unknown => {
+                let (path, what) = if p.custom_llm_provider.is_some() {
+                    (lp(i).key("custom_llm_provider"), "custom_llm_provider")
+                } else {
+                    (lp(i).key("model"), "provider prefix")
+                };
+                return Err(ctx.error(
+                    ErrorKind::Invalid,
+                    path,
+                    Mode::Value,
+                    format!(
+                        "unknown {what} '{provider}' in model '{}' (model group '{}'); known providers: {}",
+                        p.model,
+                        e.model_name,
+                        KNOWN_PROVIDERS.join(", ")
+                    ),
+                ));
+            }
         }
         if PROVIDERS_REQUIRING_API_BASE.contains(&provider)
             && p.api_base.as_deref().is_none_or(|b| b.trim().is_empty())

@@ -331,3 +331,48 @@ fn pyyaml_style_scalars_are_accepted() {
     assert_eq!(l.config.litellm_settings.drop_params, Some(true));
     assert_eq!(l.config.litellm_settings.callbacks, vec!["prometheus"]);
 }
+
+#[test]
+fn litellm_provider_not_served_loads_with_warning() {
+    let y = "model_list:\n  - model_name: sm\n    litellm_params:\n      model: sagemaker/my-endpoint\n";
+    let l = load_str(y, "config.yaml", &env).unwrap();
+    assert_eq!(
+        l.config.model_list[0].litellm_params.provider(),
+        "sagemaker"
+    );
+    assert!(
+        l.warnings.iter().any(|w| w.starts_with(
+            "config.yaml:4:7: model_list[0].litellm_params.model: provider 'sagemaker' is a LiteLLM provider Tollgate does not serve yet"
+        )),
+        "{:?}",
+        l.warnings
+    );
+    // A typo of a served provider is still an error.
+    let e =
+        err("model_list:\n  - model_name: sm\n    litellm_params:\n      model: antropic/claude\n");
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert!(
+        e.to_string().contains("unknown provider prefix 'antropic'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn internal_litellm_params_are_not_request_defaults() {
+    let y = "model_list:\n  - model_name: m\n    litellm_params:\n      model: openai/m\n      mock_timeout: true\n      region_name: eu\n      input_cost_per_second: 0.1\n      temperature: 0.5\n      reasoning_effort: low\n";
+    let l = load_str(y, "config.yaml", &env).unwrap();
+    let d = l.config.model_list[0].litellm_params.request_defaults();
+    assert_eq!(
+        serde_json::Value::Object(d),
+        serde_json::json!({"temperature": 0.5, "reasoning_effort": "low"})
+    );
+    let keys = l.config.unimplemented_keys();
+    assert_eq!(
+        keys,
+        vec![
+            "model_list[].litellm_params.mock_timeout",
+            "model_list[].litellm_params.region_name",
+            "model_list[].litellm_params.input_cost_per_second"
+        ]
+    );
+}
