@@ -22,6 +22,8 @@
 //!   the key unset with a warning, as LiteLLM's `None` does, except in `model`, `model_name` and
 //!   `general_settings.master_key`, where it is an error ([`env::REQUIRED_PATTERNS`]). The
 //!   binary should export `config.environment_variables` to its process environment.
+//! - `include: [other.yaml]` pulls in more files as LiteLLM does (lists such as `model_list`
+//!   are concatenated, other top-level values replaced); errors name the file they come from.
 //! - Errors ([`ConfigError`]) print `file:line:col: key.path[2].x: message`.
 //! - Unknown keys never fail a load: each struct keeps them in its `extra` map, and
 //!   [`Config::unimplemented_keys`] lists what Tollgate does not act on yet (the lists are in
@@ -37,6 +39,7 @@ pub mod env;
 mod error;
 mod extra;
 pub mod implemented;
+mod include;
 mod lenient;
 mod load;
 mod locate;

@@ -8,7 +8,8 @@ use serde_yaml_ng::Value;
 use crate::config::Config;
 use crate::env::{Substitution, key_string, substitute};
 use crate::error::{ConfigError, ErrorKind};
-use crate::locate::{Mode, locate};
+use crate::include::{Reader, Sources, parse, resolve_includes};
+use crate::locate::Mode;
 use crate::path::KeyPath;
 use crate::redact::is_sensitive_key;
 use crate::secret::{Secret, mask};
@@ -76,20 +77,23 @@ pub fn load_str(
     source_name: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<LoadedConfig, ConfigError> {
+    load_with_reader(text, source_name, env, &|p: &Path| {
+        std::fs::read_to_string(p)
+    })
+}
+
+/// [`load_str`] with the file reader for `include:` injected.
+pub(crate) fn load_with_reader(
+    text: &str,
+    source_name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    read: Reader,
+) -> Result<LoadedConfig, ConfigError> {
     let mut ctx = Ctx {
-        text,
-        source_name,
+        sources: Sources::single(source_name, text),
         scrub: Vec::new(),
     };
-    let mut root: Value = serde_yaml_ng::from_str(text).map_err(|e| {
-        let loc = e.location().map(|l| (l.line(), l.column()));
-        ConfigError::new(
-            ErrorKind::Syntax,
-            source_name,
-            strip_location(&e.to_string()),
-        )
-        .at(loc)
-    })?;
+    let root = parse(text, source_name)?;
     let mut warnings = Vec::new();
     if root.is_null() {
         warnings.push(format!(
@@ -105,13 +109,7 @@ pub fn load_str(
         )
         .at(Some((1, 1))));
     }
-    root.apply_merge().map_err(|e| {
-        ConfigError::new(
-            ErrorKind::Syntax,
-            source_name,
-            strip_location(&e.to_string()),
-        )
-    })?;
+    let mut root = resolve_includes(root, &mut ctx.sources, read)?;
 
     // 1. environment_variables, resolved against the process environment only. The section
     // is taken out (its slot left null, so key order is kept) while the rest is substituted.
@@ -206,7 +204,7 @@ fn finish(
     if !unimplemented.is_empty() {
         warnings.push(format!(
             "{}: {UNIMPLEMENTED_WARNING}: {}",
-            ctx.source_name,
+            ctx.sources.root_name(),
             unimplemented.join(", ")
         ));
     }
@@ -255,34 +253,14 @@ fn collect_sensitive(v: &Value, under_sensitive: bool, out: &mut Vec<String>) {
     }
 }
 
-/// Drops the first " at line L column C" of a serde_yaml_ng message (the error's own location,
-/// printed up front); later ones ("while parsing a block mapping at line 3 column 5") stay.
-fn strip_location(msg: &str) -> String {
-    let Some(i) = msg.find(" at line ") else {
-        return msg.to_string();
-    };
-    let rest = &msg[i + " at line ".len()..];
-    let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let n1 = digits(rest);
-    let Some(after_col) = rest[n1..].strip_prefix(" column ") else {
-        return msg.to_string();
-    };
-    let n2 = digits(after_col);
-    if n1 == 0 || n2 == 0 {
-        return msg.to_string();
-    }
-    format!("{}{}", &msg[..i], &after_col[n2..])
-}
-
 /// What error and warning builders need: the text (to locate paths) and values to scrub.
-pub(crate) struct Ctx<'a> {
-    text: &'a str,
-    source_name: &'a str,
+pub(crate) struct Ctx {
+    sources: Sources,
     /// Credential values, longest first.
     scrub: Vec<String>,
 }
 
-impl Ctx<'_> {
+impl Ctx {
     fn scrubbed(&self, msg: String) -> String {
         let mut m = msg;
         for s in &self.scrub {
@@ -301,38 +279,19 @@ impl Ctx<'_> {
         mode: Mode,
         message: impl Into<String>,
     ) -> ConfigError {
-        let loc = locate(self.text, &path, mode);
-        ConfigError::new(kind, self.source_name, self.scrubbed(message.into()))
+        let (file, loc) = self.sources.locate(&path, mode);
+        ConfigError::new(kind, file, self.scrubbed(message.into()))
             .at(loc)
             .with_path(path)
     }
 
     /// A warning line `file:line:col: path: message`.
     pub(crate) fn warning(&self, path: &KeyPath, message: String) -> String {
-        let loc = match locate(self.text, path, Mode::Key) {
+        let (file, loc) = self.sources.locate(path, Mode::Key);
+        let loc = match loc {
             Some((l, c)) => format!(":{l}:{c}"),
             None => String::new(),
         };
-        format!(
-            "{}{loc}: {path}: {}",
-            self.source_name,
-            self.scrubbed(message)
-        )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn strip_location_keeps_context() {
-        assert_eq!(
-            strip_location(
-                "did not find expected key at line 3 column 5, while parsing a block mapping"
-            ),
-            "did not find expected key, while parsing a block mapping"
-        );
-        assert_eq!(strip_location("plain"), "plain");
+        format!("{file}{loc}: {path}: {}", self.scrubbed(message))
     }
 }
