@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use crate::config::Config;
 use crate::load::LoadedConfig;
 use crate::redact::{redact_str, redact_url_userinfo};
 
@@ -9,12 +10,27 @@ fn opt<T: std::fmt::Display>(v: &Option<T>, unit: &str) -> Option<String> {
     v.as_ref().map(|v| format!("{v}{unit}"))
 }
 
-impl LoadedConfig {
-    /// A text listing each model group with its deployments (id, provider, upstream model,
-    /// api_base, masked api_key, timeouts, rpm/tpm...), then the settings in effect, the keys
-    /// not implemented yet and the warnings. Never contains a credential value.
+impl Config {
+    /// A text for `tollgate check-config`: each model group with its deployments (id, provider,
+    /// upstream model, api_base, masked api_key, timeouts in s, rpm/tpm...), the settings in
+    /// effect, and the keys not implemented yet. Never contains a credential value. The master
+    /// key line shows `general_settings.master_key` only; [`LoadedConfig::describe`] also knows
+    /// about `LITELLM_MASTER_KEY` and adds the load warnings.
     pub fn describe(&self) -> String {
-        let c = &self.config;
+        describe(self, None)
+    }
+}
+
+impl LoadedConfig {
+    /// [`Config::describe`] with the master key actually in effect (and where it came from),
+    /// followed by the load warnings. Never contains a credential value.
+    pub fn describe(&self) -> String {
+        describe(&self.config, Some(self))
+    }
+}
+
+fn describe(c: &Config, loaded: Option<&LoadedConfig>) -> String {
+    {
         let mut s = String::new();
         let groups = c.model_groups();
         let _ = writeln!(
@@ -113,14 +129,20 @@ impl LoadedConfig {
                 .unwrap_or_else(|| "unset".into())
         );
         let gs = &c.general_settings;
-        let _ = writeln!(
-            s,
-            "  master_key = {}",
-            match (&self.master_key, self.master_key_source) {
+        let master = match loaded {
+            Some(l) => match (&l.master_key, l.master_key_source) {
                 (Some(k), Some(src)) => format!("{} (from {src})", k.masked()),
                 _ => "unset: no authentication (every request is admitted)".into(),
-            }
-        );
+            },
+            None => match &gs.master_key {
+                Some(k) => format!("{} (from general_settings.master_key)", k.masked()),
+                None => format!(
+                    "not in general_settings (env {} is used if set; else no authentication)",
+                    crate::load::MASTER_KEY_ENV
+                ),
+            },
+        };
+        let _ = writeln!(s, "  master_key = {master}");
         let _ = writeln!(
             s,
             "  general_settings.max_request_size_mb = {}",
@@ -151,15 +173,9 @@ impl LoadedConfig {
                 let _ = writeln!(s, "  {k}");
             }
         }
-        // The unimplemented-keys warning repeats the list above.
-        let warnings: Vec<&String> = self
-            .warnings
-            .iter()
-            .filter(|w| !w.contains(crate::load::UNIMPLEMENTED_WARNING))
-            .collect();
-        if !warnings.is_empty() {
+        if let Some(l) = loaded.filter(|l| !l.warnings.is_empty()) {
             let _ = writeln!(s, "Warnings:");
-            for w in warnings {
+            for w in &l.warnings {
                 let _ = writeln!(s, "  {w}");
             }
         }

@@ -19,9 +19,6 @@ use crate::validate::validate;
 /// ordinary words and are not credentials worth the name).
 const MIN_SCRUB_LEN: usize = 6;
 
-/// Text of the warning that lists [`Config::unimplemented_keys`].
-pub(crate) const UNIMPLEMENTED_WARNING: &str = "keys Tollgate does not act on yet (ignored)";
-
 /// Environment variable consulted when `general_settings.master_key` is not set.
 pub const MASTER_KEY_ENV: &str = "LITELLM_MASTER_KEY";
 
@@ -31,8 +28,10 @@ pub struct LoadedConfig {
     /// The typed config, references substituted.
     pub config: Config,
     /// Human-readable warnings (unset optional `os.environ/` references, empty model list,
-    /// keys Tollgate does not act on yet...), each prefixed with `file:line:` when known.
-    /// Print them at boot; they contain no credential values.
+    /// providers not served yet, fallbacks to unknown groups...), each prefixed with
+    /// `file:line:col: key.path:` when known. Print them at boot; they contain no credential
+    /// values. Keys Tollgate does not act on are not repeated here: see
+    /// [`Config::unimplemented_keys`].
     pub warnings: Vec<String>,
     /// The master key in effect: `general_settings.master_key`, else env `LITELLM_MASTER_KEY`
     /// (the process env, or `environment_variables:` of the file). `None` means no-auth mode.
@@ -99,7 +98,7 @@ pub(crate) fn load_with_reader(
         warnings.push(format!(
             "{source_name}: config is empty: no model_list, the gateway serves no models"
         ));
-        return finish(Config::default(), warnings, env, &ctx);
+        return Ok(finish(Config::default(), warnings, env));
     }
     if !root.is_mapping() {
         return Err(ConfigError::new(
@@ -191,23 +190,14 @@ pub(crate) fn load_with_reader(
     }
     // 4. Validation.
     warnings.extend(validate(&config, &ctx)?);
-    finish(config, warnings, &lookup, &ctx)
+    Ok(finish(config, warnings, &lookup))
 }
 
 fn finish(
     config: Config,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
     lookup: &dyn Fn(&str) -> Option<String>,
-    ctx: &Ctx,
-) -> Result<LoadedConfig, ConfigError> {
-    let unimplemented = config.unimplemented_keys();
-    if !unimplemented.is_empty() {
-        warnings.push(format!(
-            "{}: {UNIMPLEMENTED_WARNING}: {}",
-            ctx.sources.root_name(),
-            unimplemented.join(", ")
-        ));
-    }
+) -> LoadedConfig {
     let (master_key, master_key_source) = match &config.general_settings.master_key {
         Some(k) if !k.is_empty() => (Some(k.clone()), Some("general_settings.master_key")),
         _ => match lookup(MASTER_KEY_ENV).filter(|v| !v.is_empty()) {
@@ -215,12 +205,12 @@ fn finish(
             None => (None, None),
         },
     };
-    Ok(LoadedConfig {
+    LoadedConfig {
         config,
         warnings,
         master_key,
         master_key_source,
-    })
+    }
 }
 
 /// Text of a scalar (numbers and booleans as written).
