@@ -10,6 +10,7 @@ use crate::env::{Substitution, key_string, substitute};
 use crate::error::{ConfigError, ErrorKind};
 use crate::include::{Reader, Sources, parse, resolve_includes};
 use crate::locate::Mode;
+use crate::model::{IdBasis, canonical_json};
 use crate::path::KeyPath;
 use crate::redact::is_sensitive_key;
 use crate::secret::{Secret, mask};
@@ -109,6 +110,7 @@ pub(crate) fn load_with_reader(
         .at(Some((1, 1))));
     }
     let mut root = resolve_includes(root, &mut ctx.sources, read)?;
+    let id_bases = id_bases(&root);
 
     // 1. environment_variables, resolved against the process environment only. The section
     // is taken out (its slot left null, so key order is kept) while the rest is substituted.
@@ -172,7 +174,7 @@ pub(crate) fn load_with_reader(
     }
 
     // 3. Types.
-    let config: Config = serde_path_to_error::deserialize(root).map_err(|e| {
+    let mut config: Config = serde_path_to_error::deserialize(root).map_err(|e| {
         let path = KeyPath::from_serde(e.path());
         let msg = e.inner().to_string();
         let mode = if msg.starts_with("missing field") {
@@ -183,6 +185,9 @@ pub(crate) fn load_with_reader(
         ctx.error(ErrorKind::Type, path, mode, msg)
     })?;
 
+    for (entry, basis) in config.model_list.iter_mut().zip(id_bases) {
+        entry.id_basis = basis.map(IdBasis);
+    }
     if config.model_list.is_empty() {
         warnings.push(format!(
             "{source_name}: no model_list entries: the gateway serves no models"
@@ -211,6 +216,22 @@ fn finish(
         master_key,
         master_key_source,
     }
+}
+
+/// For each `model_list` item, the canonical JSON of its `litellm_params` as written (see
+/// [`crate::ModelEntry::hashed_id`]); `None` where it cannot be expressed as JSON.
+fn id_bases(root: &Value) -> Vec<Option<String>> {
+    let Some(Value::Sequence(items)) = root.get("model_list") else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .map(|item| {
+            let params = item.get("litellm_params")?;
+            let json = serde_json::to_value(params).ok()?;
+            Some(canonical_json(&json))
+        })
+        .collect()
 }
 
 /// Text of a scalar (numbers and booleans as written).

@@ -33,6 +33,20 @@ pub struct ModelEntry {
     /// Other keys of the entry.
     #[serde(flatten)]
     pub extra: Extra,
+    /// Canonical JSON of `litellm_params` as written in the file (before `os.environ/`
+    /// substitution), set by the loader; the basis of [`ModelEntry::hashed_id`].
+    #[serde(skip)]
+    pub(crate) id_basis: Option<IdBasis>,
+}
+
+/// Text hashed into a deployment id. May contain literal credentials: `Debug` hides it.
+#[derive(Clone, PartialEq)]
+pub(crate) struct IdBasis(pub String);
+
+impl fmt::Debug for IdBasis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IdBasis(..)")
+    }
 }
 
 /// `litellm_params` of a deployment. Durations are seconds, costs USD per token.
@@ -350,14 +364,11 @@ impl ModelEntry {
             litellm_params: LitellmParams::new(model),
             model_info: ModelInfo::default(),
             extra: Extra::default(),
+            id_basis: None,
         }
     }
 
-    /// The deployment id: `model_info.id` when set (non-empty), else the first 16 hex characters
-    /// of SHA-256 over `model_name` and the canonical JSON of `litellm_params` (keys sorted,
-    /// credentials replaced by their own SHA-256), so ids survive restarts and reordering and
-    /// differ between deployments that differ only by key. Free-form values (`extra`,
-    /// `extra_headers`) enter the hash by their own SHA-256 too.
+    /// The deployment id: `model_info.id` when set (non-empty), else [`ModelEntry::hashed_id`].
     pub fn deployment_id(&self) -> String {
         if let Some(id) = self.model_info.id.as_deref().filter(|s| !s.is_empty()) {
             return id.to_string();
@@ -365,8 +376,19 @@ impl ModelEntry {
         self.hashed_id()
     }
 
-    /// The hash-based id used when `model_info.id` is absent.
+    /// The hash-based id used when `model_info.id` is absent: the first 16 hex characters of
+    /// SHA-256 over `model_name` and the canonical JSON (keys sorted at every level) of
+    /// `litellm_params`.
+    ///
+    /// For entries read from a file, the params are taken as written, before `os.environ/`
+    /// substitution: ids survive restarts, key order changes and credential rotation
+    /// (`api_key: os.environ/OPENAI_API_KEY` hashes the reference, not the key), and change
+    /// when a param is edited. For entries built in code, the typed params are hashed, with
+    /// credentials and free-form values entering by their own SHA-256.
     pub fn hashed_id(&self) -> String {
+        if let Some(IdBasis(basis)) = &self.id_basis {
+            return short_hash(&self.model_name, basis);
+        }
         // The serialized form masks credentials; put back hashes of the real values.
         let digest = |s: &str| serde_json::Value::String(hex::encode(Sha256::digest(s.as_bytes())));
         let p = &self.litellm_params;
@@ -386,19 +408,23 @@ impl ModelEntry {
                 );
             }
         }
-        let canonical = canonical_json(&params);
-        let mut h = Sha256::new();
-        h.update(self.model_name.as_bytes());
-        h.update([0u8]);
-        h.update(canonical.as_bytes());
-        let mut id = hex::encode(h.finalize());
-        id.truncate(16);
-        id
+        short_hash(&self.model_name, &canonical_json(&params))
     }
 }
 
+/// First 16 hex characters of SHA-256(`model_name` NUL `basis`).
+fn short_hash(model_name: &str, basis: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(model_name.as_bytes());
+    h.update([0u8]);
+    h.update(basis.as_bytes());
+    let mut id = hex::encode(h.finalize());
+    id.truncate(16);
+    id
+}
+
 /// JSON text with object keys sorted at every level.
-fn canonical_json(v: &serde_json::Value) -> String {
+pub(crate) fn canonical_json(v: &serde_json::Value) -> String {
     fn sort(v: &serde_json::Value) -> serde_json::Value {
         match v {
             serde_json::Value::Object(m) => {
