@@ -33,12 +33,18 @@ pub const MODEL_INFO_IMPLEMENTED: &[&str] = &[
 pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] =
     &["drop_params", "request_timeout", "num_retries"];
 
-/// `general_settings` keys acted on.
-pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] =
-    &["master_key", "max_request_size_mb", "max_response_size_mb"];
+/// `general_settings` keys acted on (`litellm_key_header_name`: tollgate-server auth).
+pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] = &[
+    "master_key",
+    "max_request_size_mb",
+    "max_response_size_mb",
+    "litellm_key_header_name",
+];
 
-/// `router_settings` keys acted on.
-pub const ROUTER_SETTINGS_IMPLEMENTED: &[&str] = &[];
+/// `router_settings` keys acted on (tollgate-server `state.rs`: timeouts fall back from the
+/// deployment to these; aliases feed the router).
+pub const ROUTER_SETTINGS_IMPLEMENTED: &[&str] =
+    &["timeout", "stream_timeout", "model_group_alias"];
 
 /// LiteLLM-internal `litellm_params` keys (class `LiteLLM_Params` in `litellm/types/router.py`)
 /// that are neither typed fields of [`crate::LitellmParams`] nor request parameters: they are

@@ -43,8 +43,32 @@ pub fn is_sensitive_key(key: &str) -> bool {
         && !k.contains("token_count")
 }
 
-/// Masks the password of a `scheme://user:password@host/...` URL; other strings unchanged.
+/// Masks the password of a `scheme://user:password@host/...` URL and the values of
+/// credential-like query parameters (`?key=...`, `&api_key=...`, `&sig=...`); other strings are
+/// returned unchanged.
 pub fn redact_url_userinfo(s: &str) -> String {
+    let s = redact_userinfo(s);
+    let Some(q) = s.find('?').filter(|_| s.contains("://")) else {
+        return s;
+    };
+    let (head, query) = s.split_at(q + 1);
+    let (query, fragment) = match query.find('#') {
+        Some(h) => query.split_at(h),
+        None => (query, ""),
+    };
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if is_sensitive_key(k) || k.eq_ignore_ascii_case("sig") => {
+                format!("{k}={}", mask(v))
+            }
+            _ => kv.to_string(),
+        })
+        .collect();
+    format!("{head}{}{fragment}", parts.join("&"))
+}
+
+fn redact_userinfo(s: &str) -> String {
     let Some(scheme_end) = s.find("://") else {
         return s.to_string();
     };
@@ -156,6 +180,10 @@ mod tests {
         );
         assert_eq!(redact_url_userinfo("https://h/a@b"), "https://h/a@b");
         assert_eq!(redact_url_userinfo("plain"), "plain");
+        assert_eq!(
+            redact_url_userinfo("https://g.example/v1?alt=sse&key=AIzaCANARY0123456789#x"),
+            "https://g.example/v1?alt=sse&key=****6789#x"
+        );
     }
 
     #[test]
