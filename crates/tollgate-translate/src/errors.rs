@@ -46,9 +46,13 @@ pub fn map_upstream_error(status: u16, body: &[u8], client: Dialect) -> ErrorEnv
             let overloaded = status == 529 || upstream_type == Some("overloaded_error");
             let status = if status == 529 { 503 } else { status };
             let (kind, code) = openai_kind(status, upstream_type);
+            // Anthropic reports an unknown model as 404 `not_found_error` "model: <name>".
+            let model_not_found = status == 404 && message.starts_with("model:");
             let mut env = ErrorEnvelope::new(status, kind, message);
             let code = if overloaded {
                 Some("overloaded")
+            } else if model_not_found {
+                Some("model_not_found")
             } else {
                 upstream_code.or(code)
             };

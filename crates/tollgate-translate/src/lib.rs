@@ -27,6 +27,8 @@ mod common;
 mod error;
 pub mod errors;
 pub mod options;
+pub mod responses_to_anthropic;
+pub mod responses_to_chat;
 mod sse_out;
 pub mod usage;
 

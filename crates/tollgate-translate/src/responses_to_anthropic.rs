@@ -1,0 +1,127 @@
+//! For an OpenAI-Responses client (`/v1/responses`) calling an `anthropic/` deployment, by
+//! chaining the two translations: Responses → Chat ([`crate::responses_to_chat`]) → Anthropic
+//! ([`crate::chat_to_anthropic`]) for requests, and back for responses and streams. One mapping
+//! table per dialect pair stays the single source of truth; the cost is an intermediate chat
+//! document (and, for streams, re-reading the intermediate chunks), which the benchmarks put
+//! well under the gateway's overhead budget.
+
+use bytes::{Buf, BytesMut};
+use serde_json::Value;
+use tollgate_protocol::ParsedEvent;
+
+use crate::responses_to_chat::ResponseContext;
+use crate::usage::Usage;
+use crate::{RequestOptions, StreamOutcome, TranslateError, chat_to_anthropic, responses_to_chat};
+
+/// Responses request → Anthropic Messages request. `history` as for
+/// [`responses_to_chat::request`]; `opts` apply to the Anthropic side (`upstream_model`,
+/// `default_max_tokens`). Errors from either step.
+pub fn request(
+    req: &Value,
+    opts: &RequestOptions,
+    history: &[Value],
+) -> Result<Value, TranslateError> {
+    let chat = responses_to_chat::request(req, &RequestOptions::default(), history)?;
+    chat_to_anthropic::request(&chat, opts)
+}
+
+/// Anthropic message → Responses `response` object.
+pub fn response(msg: &Value, ctx: &ResponseContext<'_>) -> Result<Value, TranslateError> {
+    let chat = chat_to_anthropic::response(msg, ctx.created_at)?;
+    responses_to_chat::response(&chat, ctx)
+}
+
+/// Anthropic events → Responses events: a [`chat_to_anthropic::StreamTranslator`] (usage
+/// chunk on, thinking dropped) feeding a [`responses_to_chat::StreamTranslator`].
+#[derive(Debug)]
+pub struct StreamTranslator {
+    inner: chat_to_anthropic::StreamTranslator,
+    outer: responses_to_chat::StreamTranslator,
+    scratch: BytesMut,
+}
+
+impl StreamTranslator {
+    /// A translator for one stream; `ctx` as for [`responses_to_chat::StreamTranslator::new`].
+    pub fn new(ctx: &ResponseContext<'_>) -> Self {
+        Self {
+            inner: chat_to_anthropic::StreamTranslator::new(chat_to_anthropic::StreamOptions {
+                include_usage: true,
+                created: ctx.created_at,
+                drop_reasoning: true,
+            }),
+            outer: responses_to_chat::StreamTranslator::new(ctx),
+            scratch: BytesMut::with_capacity(1024),
+        }
+    }
+
+    /// Feeds one upstream Anthropic SSE event; Responses events are appended to `out`.
+    pub fn feed(
+        &mut self,
+        event: &ParsedEvent<'_>,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if !event.has_data {
+            return Ok(());
+        }
+        self.feed_str(event.event, &event.data, out)
+    }
+
+    /// Feeds one upstream event as `event:` name and `data:` text.
+    ///
+    /// Errors: [`TranslateError::InvalidStreamEvent`] for an unreadable event, after
+    /// `response.failed` has been written.
+    pub fn feed_str(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        let res = self.inner.feed_str(event, data, &mut self.scratch);
+        self.drain(out);
+        res
+    }
+
+    /// Ends the stream at upstream EOF (see [`chat_to_anthropic::StreamTranslator::finish`]).
+    pub fn finish(&mut self, out: &mut BytesMut) {
+        self.inner.finish(&mut self.scratch);
+        self.drain(out);
+        self.outer.finish(out);
+    }
+
+    /// Usage seen so far, for billing.
+    pub fn usage(&self) -> Usage {
+        self.inner.usage()
+    }
+
+    /// The upstream's Anthropic `stop_reason`, once known.
+    pub fn stop_reason(&self) -> Option<&str> {
+        self.inner.stop_reason()
+    }
+
+    /// How the stream ended, as the client saw it.
+    pub fn outcome(&self) -> StreamOutcome {
+        match self.inner.outcome() {
+            o @ (StreamOutcome::Truncated | StreamOutcome::InvalidEvent) => o,
+            _ => self.outer.outcome(),
+        }
+    }
+
+    /// The final Response object, once sent.
+    pub fn response(&self) -> Option<&Value> {
+        self.outer.response()
+    }
+
+    /// Moves the intermediate chat chunks (all `data: ...\n\n`, written by `inner`) to `outer`.
+    fn drain(&mut self, out: &mut BytesMut) {
+        while let Some(end) = self.scratch.windows(2).position(|w| w == b"\n\n") {
+            let frame = self.scratch.split_to(end);
+            self.scratch.advance(2);
+            if let Some(data) = frame.strip_prefix(b"data: ")
+                && let Ok(text) = std::str::from_utf8(data)
+            {
+                // Our own chunks always parse; an upstream failure is already in them.
+                let _ = self.outer.feed_str(None, text, out);
+            }
+        }
+    }
+}

@@ -1,0 +1,479 @@
+//! OpenAI Chat chunks → OpenAI Responses stream events, as a state machine.
+
+use bytes::BytesMut;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tollgate_protocol::ParsedEvent;
+
+use super::response::{
+    ResponseContext, call_item, call_item_id, message_item, message_item_id, response_object,
+    status_for,
+};
+use crate::chat_chunk::{ChatChunk, tool_position};
+use crate::usage::Usage;
+use crate::{StreamOutcome, TranslateError, sse_out};
+
+#[derive(Debug)]
+enum Item {
+    Message {
+        text: String,
+        refusal: bool,
+    },
+    Call {
+        pos: u32,
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+}
+
+/// Translates one Chat chunk stream into Responses events, each with a `sequence_number`
+/// counting from 0 (wire-formats.md §3):
+///
+/// - first chunk → `response.created` and `response.in_progress` (status `in_progress`);
+/// - text → `response.output_item.added` (message), `response.content_part.added`,
+///   `response.output_text.delta` per non-empty content delta; refusals → `response.refusal.delta`;
+/// - a tool call at a new `index` → `response.output_item.added` (function_call with
+///   `call_id` and `name`), then `response.function_call_arguments.delta` per non-empty
+///   fragment as it arrives;
+/// - an item ends when the next one starts or at `finish_reason`: `response.output_text.done`,
+///   `response.content_part.done` / `response.function_call_arguments.done`, then
+///   `response.output_item.done` with the full item;
+/// - `[DONE]` (or EOF after a `finish_reason`) → `response.completed` (or
+///   `response.incomplete` for `length`/`content_filter`) with every output item and usage;
+/// - an upstream `{"error"}` chunk, an unreadable chunk, or EOF before `finish_reason` →
+///   `response.failed` with `response.error {code, message}`.
+///
+/// Reasoning deltas are not forwarded (see [`super::response`]).
+#[derive(Debug)]
+pub struct StreamTranslator {
+    response_id: String,
+    created_at: u64,
+    completed_at: u64,
+    request: Value,
+    seq: u64,
+    started: bool,
+    items: Vec<Item>,
+    /// Index in `items` of the item still open.
+    open: Option<usize>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    outcome: StreamOutcome,
+    final_response: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct TextDelta<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    item_id: &'a str,
+    output_index: usize,
+    content_index: u32,
+    delta: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<[(); 0]>,
+    sequence_number: u64,
+}
+
+#[derive(Serialize)]
+struct ArgsDelta<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    item_id: &'a str,
+    output_index: usize,
+    delta: &'a str,
+    sequence_number: u64,
+}
+
+impl StreamTranslator {
+    /// A translator for one stream. `ctx` is as for [`super::response`]; `completed_at` is
+    /// reported on the final event (the caller passes the clock).
+    pub fn new(ctx: &ResponseContext<'_>) -> Self {
+        Self {
+            response_id: ctx.response_id.to_owned(),
+            created_at: ctx.created_at,
+            completed_at: ctx.completed_at,
+            request: ctx.request.clone(),
+            seq: 0,
+            started: false,
+            items: Vec::new(),
+            open: None,
+            finish_reason: None,
+            usage: None,
+            outcome: StreamOutcome::InProgress,
+            final_response: None,
+        }
+    }
+
+    /// Feeds one upstream SSE event; output events are appended to `out`.
+    /// See [`StreamTranslator::feed_str`].
+    pub fn feed(
+        &mut self,
+        event: &ParsedEvent<'_>,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if !event.has_data {
+            return Ok(());
+        }
+        self.feed_str(event.event, &event.data, out)
+    }
+
+    /// Feeds one upstream chunk given as its `data:` text. Input after the end is ignored.
+    ///
+    /// Errors: [`TranslateError::InvalidStreamEvent`] when `data` is neither `[DONE]` nor a
+    /// chunk; `response.failed` has then been written and the stream is over.
+    pub fn feed_str(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if self.outcome != StreamOutcome::InProgress {
+            return Ok(());
+        }
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.complete(out);
+            return Ok(());
+        }
+        let chunk: ChatChunk<'_> = match serde_json::from_str(data) {
+            Ok(c) => c,
+            Err(e) => {
+                let msg = format!("upstream sent an unreadable chunk: {e}");
+                self.fail(out, "server_error", &msg, StreamOutcome::InvalidEvent);
+                return Err(TranslateError::InvalidStreamEvent(msg));
+            }
+        };
+        if let Some(err) = &chunk.error {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("upstream error");
+            let code = match err.get("code").and_then(Value::as_str) {
+                Some(c) if c.contains("rate_limit") => "rate_limit_exceeded",
+                _ => "server_error",
+            };
+            self.fail(out, code, msg, StreamOutcome::UpstreamError);
+            return Ok(());
+        }
+        self.ensure_started(out);
+        if let Some(u) = chunk.usage.as_ref().filter(|u| u.is_object()) {
+            self.usage = Some(Usage::from_openai_chat(u));
+        }
+        for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
+            if let Some(delta) = &choice.delta {
+                if let Some(t) = delta.content.as_deref().filter(|t| !t.is_empty()) {
+                    self.text(out, t, false);
+                }
+                if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
+                    self.text(out, t, true);
+                }
+                for tc in delta.tool_calls.iter().flatten() {
+                    let pos = tool_position(tc, self.call_count());
+                    let f = tc.function.as_ref();
+                    let idx = match self
+                        .items
+                        .iter()
+                        .position(|it| matches!(it, Item::Call { pos: p, .. } if *p == pos))
+                    {
+                        Some(i) => i,
+                        None => {
+                            self.close(out);
+                            let call_id = match tc.id.as_deref() {
+                                Some(id) => id.to_owned(),
+                                None => format!("call_{}_{pos}", self.response_id),
+                            };
+                            let name = f.and_then(|f| f.name.as_deref()).unwrap_or("").to_owned();
+                            let i = self.items.len();
+                            let item = call_item(&call_id, &name, "", "in_progress");
+                            self.emit(
+                                out,
+                                "response.output_item.added",
+                                json!({"output_index": i, "item": item}),
+                            );
+                            self.items.push(Item::Call {
+                                pos,
+                                call_id,
+                                name,
+                                arguments: String::new(),
+                            });
+                            self.open = Some(i);
+                            i
+                        }
+                    };
+                    if let Some(args) = f
+                        .and_then(|f| f.arguments.as_deref())
+                        .filter(|a| !a.is_empty())
+                        && let Item::Call {
+                            call_id, arguments, ..
+                        } = &mut self.items[idx]
+                    {
+                        arguments.push_str(args);
+                        let item_id = call_item_id(call_id);
+                        self.seq += 1;
+                        sse_out::event(
+                            out,
+                            "response.function_call_arguments.delta",
+                            &ArgsDelta {
+                                ty: "response.function_call_arguments.delta",
+                                item_id: &item_id,
+                                output_index: idx,
+                                delta: args,
+                                sequence_number: self.seq - 1,
+                            },
+                        );
+                    }
+                }
+            }
+            if let Some(fr) = &choice.finish_reason {
+                self.close(out);
+                self.finish_reason = Some(fr.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the stream at upstream EOF: completes if a `finish_reason` was seen, else writes
+    /// `response.failed` and sets [`StreamOutcome::Truncated`].
+    pub fn finish(&mut self, out: &mut BytesMut) {
+        if self.outcome != StreamOutcome::InProgress {
+            return;
+        }
+        if self.finish_reason.is_some() {
+            self.complete(out);
+        } else {
+            self.fail(
+                out,
+                "server_error",
+                "upstream stream ended before finish_reason",
+                StreamOutcome::Truncated,
+            );
+        }
+    }
+
+    /// Usage seen so far (final once the stream completed), for billing.
+    pub fn usage(&self) -> Usage {
+        self.usage.unwrap_or_default()
+    }
+
+    /// The upstream's chat `finish_reason`, once seen.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
+    }
+
+    /// How the stream ended (or [`StreamOutcome::InProgress`]).
+    pub fn outcome(&self) -> StreamOutcome {
+        self.outcome
+    }
+
+    /// The final Response object (as sent in `response.completed` / `.incomplete` /
+    /// `.failed`), for the gateway's `previous_response_id` store and `GET /v1/responses/{id}`.
+    pub fn response(&self) -> Option<&Value> {
+        self.final_response.as_ref()
+    }
+
+    fn call_count(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|i| matches!(i, Item::Call { .. }))
+            .count()
+    }
+
+    /// Writes event `ty`: `{"type": ty, ...body, "sequence_number": n}`.
+    fn emit(&mut self, out: &mut BytesMut, ty: &str, body: Value) {
+        let mut m = serde_json::Map::new();
+        m.insert("type".into(), ty.into());
+        if let Value::Object(fields) = body {
+            m.extend(fields);
+        }
+        m.insert("sequence_number".into(), self.seq.into());
+        self.seq += 1;
+        sse_out::event(out, ty, &m);
+    }
+
+    fn ctx(&self) -> ResponseContext<'_> {
+        ResponseContext {
+            response_id: &self.response_id,
+            created_at: self.created_at,
+            completed_at: self.completed_at,
+            request: &self.request,
+        }
+    }
+
+    fn ensure_started(&mut self, out: &mut BytesMut) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let r = response_object(
+            &self.ctx(),
+            "in_progress",
+            Vec::new(),
+            None,
+            None,
+            None,
+            false,
+        );
+        self.emit(out, "response.created", json!({"response": r}));
+        self.emit(out, "response.in_progress", json!({"response": r}));
+    }
+
+    fn text(&mut self, out: &mut BytesMut, t: &str, refusal: bool) {
+        let idx = match self.open {
+            Some(i) if matches!(&self.items[i], Item::Message { refusal: r, .. } if *r == refusal) => {
+                i
+            }
+            _ => {
+                self.close(out);
+                let i = self.items.len();
+                let id = message_item_id(&self.response_id);
+                self.emit(
+                    out,
+                    "response.output_item.added",
+                    json!({"output_index": i, "item": {"id": id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}}),
+                );
+                let part = if refusal {
+                    json!({"type": "refusal", "refusal": ""})
+                } else {
+                    json!({"type": "output_text", "text": "", "annotations": [], "logprobs": []})
+                };
+                self.emit(
+                    out,
+                    "response.content_part.added",
+                    json!({"item_id": id, "output_index": i, "content_index": 0, "part": part}),
+                );
+                self.items.push(Item::Message {
+                    text: String::new(),
+                    refusal,
+                });
+                self.open = Some(i);
+                i
+            }
+        };
+        if let Item::Message { text, .. } = &mut self.items[idx] {
+            text.push_str(t);
+        }
+        let item_id = message_item_id(&self.response_id);
+        let ty = if refusal {
+            "response.refusal.delta"
+        } else {
+            "response.output_text.delta"
+        };
+        self.seq += 1;
+        sse_out::event(
+            out,
+            ty,
+            &TextDelta {
+                ty,
+                item_id: &item_id,
+                output_index: idx,
+                content_index: 0,
+                delta: t,
+                logprobs: (!refusal).then_some([]),
+                sequence_number: self.seq - 1,
+            },
+        );
+    }
+
+    fn close(&mut self, out: &mut BytesMut) {
+        let Some(i) = self.open.take() else { return };
+        let item = self.item_json(i, "completed");
+        match &self.items[i] {
+            Item::Message { text, refusal } => {
+                let id = message_item_id(&self.response_id);
+                let (done_ty, done) = if *refusal {
+                    (
+                        "response.refusal.done",
+                        json!({"item_id": id, "output_index": i, "content_index": 0, "refusal": text}),
+                    )
+                } else {
+                    (
+                        "response.output_text.done",
+                        json!({"item_id": id, "output_index": i, "content_index": 0, "text": text, "logprobs": []}),
+                    )
+                };
+                let part = item["content"][0].clone();
+                self.emit(out, done_ty, done);
+                self.emit(
+                    out,
+                    "response.content_part.done",
+                    json!({"item_id": id, "output_index": i, "content_index": 0, "part": part}),
+                );
+            }
+            Item::Call {
+                call_id, arguments, ..
+            } => {
+                let body = json!({"item_id": call_item_id(call_id), "output_index": i, "arguments": arguments});
+                self.emit(out, "response.function_call_arguments.done", body);
+            }
+        }
+        self.emit(
+            out,
+            "response.output_item.done",
+            json!({"output_index": i, "item": item}),
+        );
+    }
+
+    fn item_json(&self, i: usize, status: &str) -> Value {
+        match &self.items[i] {
+            Item::Message { text, refusal } => {
+                message_item(&message_item_id(&self.response_id), text, *refusal, status)
+            }
+            Item::Call {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => call_item(call_id, name, arguments, status),
+        }
+    }
+
+    fn complete(&mut self, out: &mut BytesMut) {
+        self.ensure_started(out);
+        self.close(out);
+        let (status, reason) = status_for(self.finish_reason.as_deref().unwrap_or("stop"));
+        let output = (0..self.items.len())
+            .map(|i| self.item_json(i, "completed"))
+            .collect();
+        let usage = self.usage.unwrap_or_default();
+        let r = response_object(
+            &self.ctx(),
+            status,
+            output,
+            Some(&usage),
+            reason,
+            None,
+            true,
+        );
+        let ty = if status == "incomplete" {
+            "response.incomplete"
+        } else {
+            "response.completed"
+        };
+        self.emit(out, ty, json!({"response": r}));
+        self.final_response = Some(r);
+        self.outcome = StreamOutcome::Completed;
+    }
+
+    fn fail(&mut self, out: &mut BytesMut, code: &str, message: &str, outcome: StreamOutcome) {
+        self.ensure_started(out);
+        let output = (0..self.items.len())
+            .map(|i| self.item_json(i, "incomplete"))
+            .collect();
+        let r = response_object(
+            &self.ctx(),
+            "failed",
+            output,
+            self.usage.as_ref(),
+            None,
+            Some(json!({"code": code, "message": message})),
+            false,
+        );
+        self.emit(out, "response.failed", json!({"response": r}));
+        self.final_response = Some(r);
+        self.outcome = outcome;
+    }
+}

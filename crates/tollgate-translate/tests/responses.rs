@@ -1,0 +1,198 @@
+//! Golden tests: OpenAI Responses client ⇄ Chat upstream, and ⇄ Anthropic upstream (chained).
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use tollgate_translate::responses_to_chat::{self, ResponseContext, history_after};
+use tollgate_translate::{RequestOptions, StreamOutcome, responses_to_anthropic};
+
+const CREATED: u64 = 1_767_225_600;
+
+fn ctx<'a>(id: &'a str, request: &'a Value) -> ResponseContext<'a> {
+    ResponseContext {
+        response_id: id,
+        created_at: CREATED,
+        completed_at: CREATED + 1,
+        request,
+    }
+}
+
+/// The shared Responses fixtures were recorded with `max_output_tokens: null` echoed although
+/// the text request set 64; the Responses API echoes the request's value, as we do.
+fn echo_max_output_tokens(mut fixture: Value, req: &Value) -> Value {
+    fixture["max_output_tokens"] = req.get("max_output_tokens").cloned().unwrap_or(Value::Null);
+    fixture
+}
+
+#[test]
+fn golden_chat_requests() {
+    let opts = RequestOptions::default();
+    for name in ["text", "tools"] {
+        let req = fixture(&format!("openai/responses/{name}.request.json"));
+        check_json(
+            &format!("responses_to_chat/{name}.request.json"),
+            &responses_to_chat::request(&req, &opts, &[]).unwrap(),
+        );
+    }
+    let out = responses_to_chat::request(&case("responses/rich.request.json"), &opts, &[]).unwrap();
+    check_json("responses_to_chat/rich.request.json", &out);
+    assert_eq!(out["tool_choice"], "none", "B20: none stays none");
+
+    // previous_response_id: the follow-up continues the stored conversation.
+    let first = fixture("openai/responses/tools.request.json");
+    let first_resp = fixture("openai/responses/tools.response.json");
+    let history = history_after(&[], &first, &first_resp).unwrap();
+    let follow = fixture("openai/responses/followup.request.json");
+    let out = responses_to_chat::request(&follow, &opts, &history).unwrap();
+    check_json("responses_to_chat/followup.request.json", &out);
+    let roles: Vec<&str> = out["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "tool"]);
+    assert_eq!(
+        out["messages"][1]["tool_calls"][1]["id"],
+        "call_mock_time_02"
+    );
+}
+
+#[test]
+fn chat_responses_match_the_native_responses_fixtures() {
+    for (name, id) in [("text", "resp_mockText001"), ("tools", "resp_mockTools001")] {
+        let req = fixture(&format!("openai/responses/{name}.request.json"));
+        let chat = fixture(&format!("openai/chat/{name}.response.json"));
+        let out = responses_to_chat::response(&chat, &ctx(id, &req)).unwrap();
+        let want = echo_max_output_tokens(
+            fixture(&format!("openai/responses/{name}.response.json")),
+            &req,
+        );
+        assert_eq!(out, want, "{name}");
+        check_json(&format!("responses_to_chat/{name}.response.json"), &out);
+    }
+}
+
+#[test]
+fn chat_streams_match_the_native_responses_streams() {
+    for (chat_stream, name, id) in [
+        ("text.stream_usage.sse", "text", "resp_mockText001"),
+        ("tools.stream.sse", "tools", "resp_mockTools001"),
+    ] {
+        let req = fixture(&format!("openai/responses/{name}.request.json"));
+        let input = fixture_bytes(&format!("openai/chat/{chat_stream}"));
+        let out = run_all_splits(
+            || responses_to_chat::StreamTranslator::new(&ctx(id, &req)),
+            &input,
+        );
+        check_bytes(&format!("responses_to_chat/{name}.stream.sse"), &out);
+        let got = events(&out);
+        let want = events(&fixture_bytes(&format!(
+            "openai/responses/{name}.stream.sse"
+        )));
+        assert_eq!(got.len(), want.len(), "{name}: event count");
+        for ((gn, gd), (wn, wd)) in got.iter().zip(&want) {
+            assert_eq!(gn, wn);
+            let g: Value = serde_json::from_str(gd).unwrap();
+            let mut w: Value = serde_json::from_str(wd).unwrap();
+            if let Some(r) = w.get_mut("response") {
+                *r = echo_max_output_tokens(r.take(), &req);
+            }
+            assert_eq!(g, w, "{name}: event {gn:?}");
+        }
+    }
+}
+
+#[test]
+fn chat_stream_failures() {
+    let req = fixture("openai/responses/text.request.json");
+    let mut t = responses_to_chat::StreamTranslator::new(&ctx("resp_x", &req));
+    let out = run_pieces(
+        &mut t,
+        &[&fixture_bytes("openai/chat/midstream_error.stream.sse")],
+    );
+    assert_eq!(t.outcome(), StreamOutcome::UpstreamError);
+    let last: Value = serde_json::from_str(&events(&out).pop().unwrap().1).unwrap();
+    assert_eq!(last["type"], "response.failed");
+    assert_eq!(last["response"]["error"]["code"], "server_error");
+    assert_eq!(
+        last["response"]["output"][0]["content"][0]["text"],
+        "Partial answer before"
+    );
+    check_bytes("responses_to_chat/midstream_error.stream.sse", &out);
+
+    let input = fixture_bytes("openai/chat/text.stream.sse");
+    let cut = String::from_utf8(input.clone())
+        .unwrap()
+        .find("\"finish_reason\":\"stop\"")
+        .unwrap();
+    let cut = input[..cut].iter().rposition(|b| *b == b'\n').unwrap() + 1;
+    let mut t = responses_to_chat::StreamTranslator::new(&ctx("resp_x", &req));
+    run_pieces(&mut t, &[&input[..cut]]);
+    assert_eq!(t.outcome(), StreamOutcome::Truncated);
+    assert_eq!(t.response().unwrap()["status"], "failed");
+
+    // Sequence numbers count up from 0 without gaps.
+    let out = run_pieces(
+        &mut responses_to_chat::StreamTranslator::new(&ctx("resp_x", &req)),
+        &[&fixture_bytes("openai/chat/unicode.stream.sse")],
+    );
+    for (i, e) in json_events(&out).iter().enumerate() {
+        assert_eq!(e["sequence_number"], i as u64);
+    }
+}
+
+#[test]
+fn anthropic_chain() {
+    let opts = RequestOptions::default();
+    let req = case("responses/rich.request.json");
+    let out = responses_to_anthropic::request(&req, &opts, &[]).unwrap();
+    check_json("responses_to_anthropic/rich.request.json", &out);
+    assert_eq!(out["tool_choice"], json!({"type":"none"}));
+    assert_eq!(
+        out["system"],
+        "You are a careful assistant.\n\nPrefer metric units."
+    );
+
+    let treq = fixture("openai/responses/tools.request.json");
+    for name in ["text", "tools", "thinking_tools"] {
+        let msg = fixture(&format!("anthropic/messages/{name}.response.json"));
+        let out = responses_to_anthropic::response(&msg, &ctx("resp_a1", &treq)).unwrap();
+        check_json(
+            &format!("responses_to_anthropic/{name}.response.json"),
+            &out,
+        );
+        let input = fixture_bytes(&format!("anthropic/messages/{name}.stream.sse"));
+        let mut t = responses_to_anthropic::StreamTranslator::new(&ctx("resp_a1", &treq));
+        let sse = run_all_splits(
+            || responses_to_anthropic::StreamTranslator::new(&ctx("resp_a1", &treq)),
+            &input,
+        );
+        run_pieces(&mut t, &[&input]);
+        check_bytes(&format!("responses_to_anthropic/{name}.stream.sse"), &sse);
+        // Streamed and non-streamed translations end in the same Response.
+        let mut streamed = t.response().unwrap().clone();
+        assert_eq!(t.outcome(), StreamOutcome::Completed);
+        streamed["completed_at"] = out["completed_at"].clone();
+        assert_eq!(streamed, out, "{name}");
+        assert!(
+            !sse.windows(8).any(|w| w == b"thinking"),
+            "{name}: thinking never leaks"
+        );
+    }
+
+    let mut t = responses_to_anthropic::StreamTranslator::new(&ctx("resp_a2", &treq));
+    let out = run_pieces(
+        &mut t,
+        &[&fixture_bytes(
+            "anthropic/messages/midstream_error.stream.sse",
+        )],
+    );
+    assert_eq!(t.outcome(), StreamOutcome::UpstreamError);
+    let last: Value = serde_json::from_str(&events(&out).pop().unwrap().1).unwrap();
+    assert_eq!(
+        last["response"]["error"],
+        json!({"code":"server_error","message":"Overloaded"})
+    );
+}
