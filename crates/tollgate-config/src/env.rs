@@ -2,8 +2,10 @@
 //!
 //! LiteLLM (`litellm/proxy/proxy_server.py`, `_check_for_os_environ_vars` / `get_secret`) replaces
 //! every string value that starts with `os.environ/` by the environment variable named by the
-//! rest, recursively through mappings and lists; keys are never substituted. The
-//! `environment_variables:` section is exported first, so its entries are visible to references.
+//! rest, recursively through mappings and the mappings inside lists. Tollgate also replaces
+//! plain strings inside lists (a superset: such strings are never meant literally). Keys are
+//! never substituted. The `environment_variables:` section is resolved first, against the
+//! process environment only, and its entries are visible to every other reference.
 //!
 //! Unset variables: LiteLLM substitutes `None`. Tollgate does the same (the key is removed from
 //! its mapping, or a list item becomes null, and a warning is recorded) except for keys that

@@ -18,10 +18,17 @@
 //!   `warnings` to print at boot, and the master key in effect (`general_settings.master_key`,
 //!   else env `LITELLM_MASTER_KEY`).
 //! - Every string value `os.environ/NAME` is replaced by the variable's value (entries of
-//!   `environment_variables:` first, then the injected `env` lookup). An unset variable leaves
-//!   the key unset with a warning, as LiteLLM's `None` does, except in `model`, `model_name` and
-//!   `general_settings.master_key`, where it is an error ([`env::REQUIRED_PATTERNS`]). The
-//!   binary should export `config.environment_variables` to its process environment.
+//!   `environment_variables:` first, then the injected `env` lookup), at any depth, in mappings
+//!   and lists alike. An unset variable leaves the key unset with a warning, as LiteLLM's `None`
+//!   does, except in `model`, `model_name` and `general_settings.master_key`, where it is an
+//!   error ([`env::REQUIRED_PATTERNS`]; for the master key, silently falling back to no-auth
+//!   mode would be the dangerous outcome). The binary should export
+//!   `config.environment_variables` to its process environment.
+//! - Scalars are read the way PyYAML + LiteLLM accept them: numeric strings for numbers
+//!   (`timeout: "30"`), YAML 1.1 booleans (`yes`/`on`), a single string for a list
+//!   (`callbacks: prometheus`), `<<` merge keys.
+//! - Providers: a bare model name means `openai`; a prefix in [`KNOWN_PROVIDERS`] is served; a
+//!   LiteLLM provider Tollgate does not serve yet loads with a warning; anything else fails.
 //! - `include: [other.yaml]` pulls in more files as LiteLLM does (lists such as `model_list`
 //!   are concatenated, other top-level values replaced); errors name the file they come from.
 //! - Errors ([`ConfigError`]) print `file:line:col: key.path[2].x: message`.
@@ -29,7 +36,14 @@
 //!   [`Config::unimplemented_keys`] lists what Tollgate does not act on yet (the lists are in
 //!   [`implemented`]).
 //! - Credentials are [`Secret`]s: masked in `Debug`, `Display`, `Serialize`, error messages and
-//!   [`LoadedConfig::describe`].
+//!   [`Config::describe`] / [`LoadedConfig::describe`]. Free-form maps mask values under
+//!   credential-like keys and URL passwords ([`redact`]).
+//! - [`ModelEntry::deployment_id`]: `model_info.id`, else a hash of the params as written.
+//!
+//! Layout: `load.rs` (pipeline) → `include.rs` (files) → `env.rs` (substitution) →
+//! `config.rs` / `model.rs` / `settings.rs` (types, with `lenient.rs` field parsers) →
+//! `validate.rs` + `providers.rs` → `implemented.rs` (the one list of implemented keys);
+//! `locate.rs` maps key paths to lines; `describe.rs` renders `check-config` output.
 //!
 //! No async, no network: a library for the server binary and `tollgate check-config`.
 
