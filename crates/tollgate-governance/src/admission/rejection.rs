@@ -1,0 +1,261 @@
+//! [`Rejection`]: what the server needs to answer a refused request like LiteLLM, and the
+//! `x-ratelimit-*` header values (litellm-surface §5.2, §5.4).
+
+use std::fmt;
+
+use chrono::DateTime;
+
+use super::money::units_to_usd;
+use super::scope::{ScopeKey, ScopeKind};
+use super::store::{Denial, RateLimitStatus, ScopeRequest};
+
+/// Which limit refused the request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RejectReason {
+    /// Budget: `current_cost` (spend + in-flight reservations, USD) `>= max_budget` (USD).
+    Budget {
+        /// USD.
+        current_cost: f64,
+        /// USD.
+        max_budget: f64,
+    },
+    /// RPM limit reached in the current window.
+    Requests {
+        /// `rpm_limit`.
+        limit: u64,
+    },
+    /// TPM limit: the window's tokens plus this prompt would exceed it.
+    Tokens {
+        /// `tpm_limit`.
+        limit: u64,
+        /// Tokens already counted in the window.
+        used: u64,
+    },
+    /// `max_parallel_requests` reached.
+    Parallel {
+        /// `max_parallel_requests`.
+        limit: u64,
+    },
+    /// The same (request id, attempt) was admitted already and is in flight (a caller bug).
+    DuplicateAttempt,
+}
+
+/// A refused admission. `Display` gives the message; nothing in it is a raw key (scopes are
+/// named by hash, id, alias or masked key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// HTTP status: budget → configurable (default 422; per-model budgets 429); limits → 429.
+    pub status: u16,
+    /// OpenAI-style error `type`: `budget_exceeded` or `rate_limit_error`.
+    pub error_type: &'static str,
+    /// The error message, LiteLLM's wording.
+    pub message: String,
+    /// The scope that refused (None for [`RejectReason::DuplicateAttempt`]).
+    pub scope: Option<ScopeKey>,
+    /// Why.
+    pub reason: RejectReason,
+    /// Seconds until retrying can succeed (`retry-after` header), for rate limits.
+    pub retry_after_s: Option<u64>,
+    /// Response headers to add: `retry-after` and `x-ratelimit-*` for rate limits.
+    pub headers: Vec<(String, String)>,
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Rejection {}
+
+fn reset_text(ms: i64) -> String {
+    DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_default()
+}
+
+impl Rejection {
+    /// Builds the rejection for a store [`Denial`].
+    pub(crate) fn from_denial(
+        d: Denial,
+        scopes: &[ScopeRequest],
+        now_ms: i64,
+        budget_status: u16,
+        model_budget_status: u16,
+    ) -> Self {
+        let rate = |i: usize,
+                    kind: &str,
+                    limit: u64,
+                    reason: RejectReason,
+                    reset_ms: Option<i64>| {
+            let s = &scopes[i];
+            let retry = reset_ms
+                .map(|r| ((r - now_ms).max(0) as u64).div_ceil(1000).max(1))
+                .unwrap_or(1);
+            let d = s.key.kind.descriptor();
+            let mut message = format!(
+                "Rate limit exceeded for {d}: {}. Limit type: {kind}. Current limit: {limit}, Remaining: 0.",
+                s.key.id
+            );
+            if let Some(r) = reset_ms {
+                message.push_str(&format!(" Limit resets at: {}", reset_text(r)));
+            }
+            let mut headers = vec![("retry-after".to_owned(), retry.to_string())];
+            if kind != "max_parallel_requests" {
+                headers.push((format!("x-ratelimit-{d}-limit-{kind}"), limit.to_string()));
+                headers.push((format!("x-ratelimit-{d}-remaining-{kind}"), "0".to_owned()));
+                headers.push((format!("x-ratelimit-limit-{kind}"), limit.to_string()));
+                headers.push((format!("x-ratelimit-remaining-{kind}"), "0".to_owned()));
+            }
+            headers.push(("rate_limit_type".to_owned(), kind.to_owned()));
+            Rejection {
+                status: 429,
+                error_type: "rate_limit_error",
+                message,
+                scope: Some(s.key.clone()),
+                reason,
+                retry_after_s: Some(retry),
+                headers,
+            }
+        };
+        match d {
+            Denial::Budget {
+                scope,
+                current_units,
+                max_units,
+            } => {
+                let s = &scopes[scope];
+                let (current_cost, max_budget) =
+                    (units_to_usd(current_units), units_to_usd(max_units));
+                let status = if s.key.kind == ScopeKind::ModelPerKey {
+                    model_budget_status
+                } else {
+                    budget_status
+                };
+                Rejection {
+                    status,
+                    error_type: "budget_exceeded",
+                    message: format!(
+                        "Budget has been exceeded! {}={} Current cost: {current_cost}, Max budget: {max_budget}",
+                        s.key.kind.label(),
+                        s.display
+                    ),
+                    scope: Some(s.key.clone()),
+                    reason: RejectReason::Budget {
+                        current_cost,
+                        max_budget,
+                    },
+                    retry_after_s: None,
+                    headers: Vec::new(),
+                }
+            }
+            Denial::Requests {
+                scope,
+                limit,
+                window_reset_ms,
+            } => rate(
+                scope,
+                "requests",
+                limit,
+                RejectReason::Requests { limit },
+                Some(window_reset_ms),
+            ),
+            Denial::Tokens {
+                scope,
+                limit,
+                used,
+                window_reset_ms,
+            } => rate(
+                scope,
+                "tokens",
+                limit,
+                RejectReason::Tokens { limit, used },
+                Some(window_reset_ms),
+            ),
+            Denial::Parallel { scope, limit } => {
+                let mut r = rate(
+                    scope,
+                    "max_parallel_requests",
+                    limit,
+                    RejectReason::Parallel { limit },
+                    None,
+                );
+                r.message = format!(
+                    "Max parallel request limit reached for {}: {}. Current limit: {limit}.",
+                    scopes[scope].key.kind.descriptor(),
+                    scopes[scope].key.id
+                );
+                r
+            }
+            Denial::DuplicateAttempt => Rejection {
+                status: 409,
+                error_type: "invalid_request_error",
+                message: "This request attempt is already in flight.".to_owned(),
+                scope: None,
+                reason: RejectReason::DuplicateAttempt,
+                retry_after_s: None,
+                headers: Vec::new(),
+            },
+        }
+    }
+}
+
+/// `x-ratelimit-*` headers for a successful admission (LiteLLM v3 limiter, litellm-surface §5.4):
+///
+/// - per scope with a limit: `x-ratelimit-{descriptor}-limit-requests|tokens` and
+///   `x-ratelimit-{descriptor}-remaining-requests|tokens` (when two scopes share a descriptor,
+///   e.g. two tags, the one with fewer remaining wins);
+/// - per-model key limits also as `x-litellm-key-remaining-requests|tokens-{model_group}`
+///   (`/` and `:` in the group replaced by `-`);
+/// - legacy `x-ratelimit-limit-*` / `x-ratelimit-remaining-*`: the scope with the fewest remaining.
+pub fn rate_limit_headers(statuses: &[RateLimitStatus]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut put = |name: String, value: u64, prefer_min: bool| {
+        if let Some(slot) = out.iter_mut().find(|(n, _)| *n == name) {
+            let old: u64 = slot.1.parse().unwrap_or(u64::MAX);
+            if prefer_min && value < old {
+                slot.1 = value.to_string();
+            }
+        } else {
+            out.push((name, value.to_string()));
+        }
+    };
+    let mut legacy: [Option<(u64, u64)>; 2] = [None, None]; // (remaining, limit) for requests, tokens
+    for s in statuses {
+        let d = s.scope.kind.descriptor();
+        for (kind, limit, remaining, slot) in [
+            ("requests", s.limit_requests, s.remaining_requests, 0),
+            ("tokens", s.limit_tokens, s.remaining_tokens, 1),
+        ] {
+            let (Some(limit), Some(remaining)) = (limit, remaining) else {
+                continue;
+            };
+            put(format!("x-ratelimit-{d}-limit-{kind}"), limit, true);
+            put(format!("x-ratelimit-{d}-remaining-{kind}"), remaining, true);
+            if s.scope.kind == ScopeKind::ModelPerKey {
+                let group = s
+                    .scope
+                    .id
+                    .split_once('/')
+                    .map(|(_, g)| g)
+                    .unwrap_or(&s.scope.id);
+                let group = group.replace(['/', ':'], "-");
+                put(
+                    format!("x-litellm-key-remaining-{kind}-{group}"),
+                    remaining,
+                    true,
+                );
+            }
+            if legacy[slot].is_none_or(|(r, _)| remaining < r) {
+                legacy[slot] = Some((remaining, limit));
+            }
+        }
+    }
+    for (slot, kind) in [(0, "requests"), (1, "tokens")] {
+        if let Some((remaining, limit)) = legacy[slot] {
+            put(format!("x-ratelimit-limit-{kind}"), limit, false);
+            put(format!("x-ratelimit-remaining-{kind}"), remaining, false);
+        }
+    }
+    out
+}

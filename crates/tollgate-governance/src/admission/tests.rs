@@ -1,0 +1,730 @@
+//! Scenario tests of the admission engine: exact values, bounded concurrency.
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use super::*;
+use crate::duration::{BudgetDuration, Clock, ManualClock};
+use crate::pricing::{ModelPrice, Usage};
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-03-14T10:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+fn engine() -> (Admission, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(t0()));
+    let store = Arc::new(InMemoryCounterStore::default());
+    (
+        Admission::with_clock(store, clock.clone(), AdmissionConfig::default()),
+        clock,
+    )
+}
+
+fn budget(max: f64) -> Limits {
+    Limits {
+        max_budget: Some(max),
+        ..Limits::default()
+    }
+}
+
+fn key_scope(limits: Limits) -> ScopeRequest {
+    ScopeRequest::new(ScopeKey::key("hash-a"), limits).with_display("alias-a (sk-...abcd)")
+}
+
+/// An estimate of exactly `usd` (1 prompt token priced at `usd`, max_tokens 0).
+fn est(usd: f64) -> Estimate {
+    Estimate {
+        prompt_tokens: 1,
+        output_tokens: 0,
+        cost_usd: usd,
+    }
+}
+
+fn req(id: &str, scopes: Vec<ScopeRequest>, estimate: Estimate) -> AdmitRequest {
+    AdmitRequest {
+        request_id: id.into(),
+        attempt: 0,
+        scopes,
+        estimate,
+    }
+}
+
+#[test]
+fn estimate_uses_max_tokens_or_the_default_bound() {
+    let cfg = AdmissionConfig::default();
+    let price = ModelPrice {
+        input_per_token: 1e-6,
+        output_per_token: 2e-6,
+        max_output_tokens: Some(1000),
+        ..ModelPrice::default()
+    };
+    let e = Estimate::new(&cfg, Some(&price), 500, Some(100));
+    assert_eq!(
+        (e.prompt_tokens, e.output_tokens, e.tokens()),
+        (500, 100, 600)
+    );
+    assert!((e.cost_usd - 0.0007).abs() < 1e-15);
+    // no max_tokens: default 4096 capped by the model's 1000
+    let e = Estimate::new(&cfg, Some(&price), 500, None);
+    assert_eq!(e.output_tokens, 1000);
+    assert!((e.cost_usd - 0.0025).abs() < 1e-15);
+    let e = Estimate::new(&cfg, None, 500, None);
+    assert_eq!((e.output_tokens, e.cost_usd), (4096, 0.0));
+}
+
+/// B02: one rule for every scope — `spend >= max_budget` refuses; just below admits; 0 blocks.
+#[test]
+fn every_scope_refuses_at_exactly_the_cap() {
+    let kinds = [
+        ScopeKind::Key,
+        ScopeKind::User,
+        ScopeKind::Team,
+        ScopeKind::TeamMember,
+        ScopeKind::EndUser,
+        ScopeKind::Organization,
+        ScopeKind::Tag,
+        ScopeKind::ModelPerKey,
+        ScopeKind::Global,
+    ];
+    for kind in kinds {
+        let (adm, _) = engine();
+        let scope = ScopeKey::new(kind, "s1");
+        let sr = || vec![ScopeRequest::new(scope.clone(), budget(10.0))];
+        adm.set_spend(&scope, 10.0 - 1e-9, None);
+        let r = adm.admit(req("a", sr(), est(0.0)));
+        assert!(r.is_ok(), "{kind:?} refused below the cap");
+        drop(r);
+        adm.set_spend(&scope, 10.0, None);
+        let rej = adm.admit(req("b", sr(), est(0.0))).unwrap_err();
+        assert_eq!(rej.error_type, "budget_exceeded", "{kind:?}");
+        assert_eq!(
+            rej.reason,
+            RejectReason::Budget {
+                current_cost: 10.0,
+                max_budget: 10.0
+            }
+        );
+        let want_status = if kind == ScopeKind::ModelPerKey {
+            429
+        } else {
+            422
+        };
+        assert_eq!(rej.status, want_status, "{kind:?}");
+        // max_budget 0 blocks the first request
+        let zero = ScopeKey::new(kind, "zero");
+        let rej = adm
+            .admit(req(
+                "c",
+                vec![ScopeRequest::new(zero, budget(0.0))],
+                est(0.0),
+            ))
+            .unwrap_err();
+        assert_eq!(
+            rej.reason,
+            RejectReason::Budget {
+                current_cost: 0.0,
+                max_budget: 0.0
+            }
+        );
+    }
+}
+
+#[test]
+fn budget_message_and_configurable_status() {
+    let clock = Arc::new(ManualClock::new(t0()));
+    let cfg = AdmissionConfig {
+        budget_exceeded_status: 429,
+        ..AdmissionConfig::default()
+    };
+    let adm = Admission::with_clock(Arc::new(InMemoryCounterStore::default()), clock, cfg);
+    adm.set_spend(&ScopeKey::key("hash-a"), 0.0612, None);
+    let rej = adm
+        .admit(req("r", vec![key_scope(budget(0.06))], est(0.001)))
+        .unwrap_err();
+    assert_eq!(rej.status, 429);
+    assert_eq!(
+        rej.message,
+        "Budget has been exceeded! Key=alias-a (sk-...abcd) Current cost: 0.0612, Max budget: 0.06"
+    );
+    assert_eq!(rej.to_string(), rej.message);
+    assert!(rej.headers.is_empty() && rej.retry_after_s.is_none());
+    let team = ScopeRequest::new(ScopeKey::new(ScopeKind::Team, "team-a"), budget(1.0));
+    adm.set_spend(&team.key, 1.5, None);
+    let rej = adm.admit(req("r2", vec![team], est(0.0))).unwrap_err();
+    assert_eq!(
+        rej.message,
+        "Budget has been exceeded! Team=team-a Current cost: 1.5, Max budget: 1"
+    );
+}
+
+/// B01: a key with no own max_budget but a tier with 30: the tier's cap applies.
+#[test]
+fn tier_budget_applies_to_key_without_own_budget() {
+    let (adm, _) = engine();
+    let tier = Limits {
+        max_budget: Some(30.0),
+        budget_duration: Some(BudgetDuration::Days(1)),
+        ..Limits::default()
+    };
+    let eff = Limits::default().tighter(&tier);
+    adm.set_spend(&ScopeKey::key("hash-a"), 99.10, None);
+    let rej = adm
+        .admit(req("r", vec![key_scope(eff)], est(0.01)))
+        .unwrap_err();
+    assert_eq!(
+        rej.reason,
+        RejectReason::Budget {
+            current_cost: 99.1,
+            max_budget: 30.0
+        }
+    );
+}
+
+#[test]
+fn all_or_nothing_across_scopes() {
+    let (adm, _) = engine();
+    let team = ScopeKey::new(ScopeKind::Team, "t");
+    adm.set_spend(&team, 5.0, None);
+    let scopes = vec![
+        key_scope(Limits {
+            max_budget: Some(100.0),
+            rpm_limit: Some(10),
+            max_parallel_requests: Some(5),
+            ..Limits::default()
+        }),
+        ScopeRequest::new(team.clone(), budget(5.0)),
+    ];
+    let rej = adm.admit(req("r", scopes, est(1.0))).unwrap_err();
+    assert_eq!(rej.scope, Some(team));
+    // the key scope got nothing reserved and no request counted
+    let k = adm.spend(&ScopeKey::key("hash-a")).unwrap();
+    assert_eq!((k.spend, k.reserved, k.in_flight), (0.0, 0.0, 0));
+    let ok = adm
+        .admit(req(
+            "r2",
+            vec![key_scope(Limits {
+                rpm_limit: Some(1),
+                ..Limits::default()
+            })],
+            est(0.0),
+        ))
+        .unwrap();
+    assert_eq!(
+        ok.rate_limits()[0].remaining_requests,
+        Some(0),
+        "refused request was counted in RPM"
+    );
+}
+
+/// Budgets are checked on every scope before any rate limit.
+#[test]
+fn budgets_are_checked_before_rate_limits() {
+    let (adm, _) = engine();
+    let team = ScopeKey::new(ScopeKind::Team, "t");
+    adm.set_spend(&team, 1.0, None);
+    let k = key_scope(Limits {
+        max_parallel_requests: Some(0),
+        ..Limits::default()
+    });
+    let rej = adm
+        .admit(req(
+            "r",
+            vec![k, ScopeRequest::new(team, budget(1.0))],
+            est(0.0),
+        ))
+        .unwrap_err();
+    assert_eq!(rej.error_type, "budget_exceeded");
+}
+
+#[test]
+fn settle_is_exactly_once_and_replaces_the_reservation() {
+    let (adm, _) = engine();
+    let key = ScopeKey::key("hash-a");
+    let mut r = adm
+        .admit(req("r1", vec![key_scope(budget(1.0))], est(0.25)))
+        .unwrap();
+    let s = adm.spend(&key).unwrap();
+    assert_eq!((s.spend, s.reserved, s.in_flight), (0.0, 0.25, 1));
+    let done = r.settle(&Usage::new(1000, 500), 0.002).unwrap();
+    assert_eq!(done.cost_usd, 0.002);
+    assert_eq!(done.spend_of(ScopeKind::Key), Some(0.002));
+    assert_eq!(
+        r.settle(&Usage::new(1000, 500), 0.002),
+        Err(SettleError::AlreadySettled)
+    );
+    drop(r);
+    let s = adm.spend(&key).unwrap();
+    assert_eq!((s.spend, s.reserved, s.in_flight), (0.002, 0.0, 0));
+    // the same (request id, attempt) cannot be admitted twice while in flight; another attempt can
+    let _a = adm
+        .admit(req("r2", vec![key_scope(budget(1.0))], est(0.0)))
+        .unwrap();
+    let dup = adm
+        .admit(req("r2", vec![key_scope(budget(1.0))], est(0.0)))
+        .unwrap_err();
+    assert_eq!(dup.reason, RejectReason::DuplicateAttempt);
+    let mut retry = req("r2", vec![key_scope(budget(1.0))], est(0.0));
+    retry.attempt = 1;
+    assert!(adm.admit(retry).is_ok());
+}
+
+/// A client hang-up: the server settles the usage produced so far; a reservation dropped
+/// without settlement charges nothing and frees its slot.
+#[test]
+fn partial_usage_and_drop_guard() {
+    let (adm, _) = engine();
+    let key = ScopeKey::key("hash-a");
+    let limits = Limits {
+        max_parallel_requests: Some(1),
+        ..Limits::default()
+    };
+    {
+        let mut r = adm
+            .admit(req("a", vec![key_scope(limits.clone())], est(0.5)))
+            .unwrap();
+        let busy = adm
+            .admit(req("b", vec![key_scope(limits.clone())], est(0.5)))
+            .unwrap_err();
+        assert_eq!(busy.reason, RejectReason::Parallel { limit: 1 });
+        assert_eq!(busy.status, 429);
+        assert_eq!(busy.retry_after_s, Some(1));
+        r.settle(&Usage::new(100, 7), 0.0001).unwrap();
+    }
+    {
+        let _r = adm
+            .admit(req("c", vec![key_scope(limits.clone())], est(0.5)))
+            .unwrap();
+        // dropped here: nothing charged
+    }
+    let r = adm
+        .admit(req("d", vec![key_scope(limits)], est(0.5)))
+        .unwrap();
+    assert!(r.release());
+    let s = adm.spend(&key).unwrap();
+    assert_eq!((s.spend, s.reserved, s.in_flight), (0.0001, 0.0, 0));
+}
+
+#[test]
+fn rpm_fixed_window_started_by_first_request() {
+    let (adm, clock) = engine();
+    clock.advance_ms(12_345); // the window is not aligned to clock minutes
+    let limits = Limits {
+        rpm_limit: Some(2),
+        ..Limits::default()
+    };
+    let a = adm
+        .admit(req("a", vec![key_scope(limits.clone())], est(0.0)))
+        .unwrap();
+    let h = a.rate_limit_headers();
+    assert!(h.contains(&("x-ratelimit-api_key-limit-requests".into(), "2".into())));
+    assert!(h.contains(&("x-ratelimit-api_key-remaining-requests".into(), "1".into())));
+    assert!(h.contains(&("x-ratelimit-remaining-requests".into(), "1".into())));
+    let b = adm
+        .admit(req("b", vec![key_scope(limits.clone())], est(0.0)))
+        .unwrap();
+    assert_eq!(b.rate_limits()[0].remaining_requests, Some(0));
+    drop((a, b)); // settling does not give requests back
+    clock.advance_ms(20_000);
+    let rej = adm
+        .admit(req("c", vec![key_scope(limits.clone())], est(0.0)))
+        .unwrap_err();
+    assert_eq!(rej.status, 429);
+    assert_eq!(rej.error_type, "rate_limit_error");
+    assert_eq!(rej.retry_after_s, Some(40));
+    assert!(rej.headers.contains(&("retry-after".into(), "40".into())));
+    assert!(
+        rej.headers
+            .contains(&("x-ratelimit-api_key-remaining-requests".into(), "0".into()))
+    );
+    assert_eq!(
+        rej.message,
+        "Rate limit exceeded for api_key: hash-a. Limit type: requests. Current limit: 2, Remaining: 0. Limit resets at: 2026-03-14 10:01:12 UTC"
+    );
+    clock.advance_ms(40_000); // window [10:00:12.345, 10:01:12.345) is over
+    let d = adm
+        .admit(req("d", vec![key_scope(limits)], est(0.0)))
+        .unwrap();
+    assert_eq!(d.rate_limits()[0].remaining_requests, Some(1));
+    assert_eq!(d.rate_limits()[0].window_reset_ms, clock.now_ms() + 60_000);
+}
+
+/// B11: TPM counts tokens, not requests; usage corrected at settlement.
+#[test]
+fn tpm_counts_actual_tokens() {
+    let (adm, clock) = engine();
+    let limits = Limits {
+        tpm_limit: Some(30),
+        ..Limits::default()
+    };
+    let e = Estimate {
+        prompt_tokens: 8,
+        output_tokens: 4096,
+        cost_usd: 0.0,
+    };
+    let mut a = adm
+        .admit(req("a", vec![key_scope(limits.clone())], e))
+        .unwrap();
+    assert_eq!(a.rate_limits()[0].remaining_tokens, Some(0)); // 30 − (8 + 4096), floored at 0
+    a.settle(&Usage::new(100, 50), 0.0).unwrap();
+    let rej = adm
+        .admit(req("b", vec![key_scope(limits.clone())], e))
+        .unwrap_err();
+    assert_eq!(
+        rej.reason,
+        RejectReason::Tokens {
+            limit: 30,
+            used: 150
+        }
+    );
+    assert!(
+        rej.headers
+            .contains(&("x-ratelimit-api_key-remaining-tokens".into(), "0".into()))
+    );
+    assert!(
+        rej.message
+            .contains("Limit type: tokens. Current limit: 30")
+    );
+    clock.advance_ms(60_000);
+    assert!(adm.admit(req("c", vec![key_scope(limits)], e)).is_ok());
+
+    // a prompt that alone exceeds the remaining tokens is refused
+    let big = Limits {
+        tpm_limit: Some(1000),
+        ..Limits::default()
+    };
+    let scope = || vec![ScopeRequest::new(ScopeKey::key("other"), big.clone())];
+    let mut first = adm
+        .admit(req(
+            "d",
+            scope(),
+            Estimate {
+                prompt_tokens: 100,
+                output_tokens: 100,
+                cost_usd: 0.0,
+            },
+        ))
+        .unwrap();
+    assert_eq!(first.rate_limits()[0].remaining_tokens, Some(800));
+    first.settle(&Usage::new(100, 300), 0.0).unwrap(); // 400 used
+    let ok = adm
+        .admit(req(
+            "e",
+            scope(),
+            Estimate {
+                prompt_tokens: 600,
+                output_tokens: 0,
+                cost_usd: 0.0,
+            },
+        ))
+        .unwrap();
+    assert_eq!(ok.rate_limits()[0].remaining_tokens, Some(0));
+    drop(ok); // released: 400 used again
+    let rej = adm
+        .admit(req(
+            "f",
+            scope(),
+            Estimate {
+                prompt_tokens: 601,
+                output_tokens: 0,
+                cost_usd: 0.0,
+            },
+        ))
+        .unwrap_err();
+    assert_eq!(
+        rej.reason,
+        RejectReason::Tokens {
+            limit: 1000,
+            used: 400
+        }
+    );
+}
+
+#[test]
+fn per_model_headers_and_legacy_minimum() {
+    let (adm, _) = engine();
+    let scopes = vec![
+        key_scope(Limits {
+            rpm_limit: Some(100),
+            tpm_limit: Some(10_000),
+            ..Limits::default()
+        }),
+        ScopeRequest::new(
+            ScopeKey::model_per_key("hash-a", "openai/gpt-4o:eu"),
+            Limits {
+                rpm_limit: Some(3),
+                ..Limits::default()
+            },
+        ),
+    ];
+    let r = adm
+        .admit(req(
+            "a",
+            scopes,
+            Estimate {
+                prompt_tokens: 10,
+                output_tokens: 90,
+                cost_usd: 0.0,
+            },
+        ))
+        .unwrap();
+    let h = r.rate_limit_headers();
+    let get = |n: &str| h.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+    assert_eq!(get("x-ratelimit-api_key-remaining-requests"), Some("99"));
+    assert_eq!(get("x-ratelimit-api_key-remaining-tokens"), Some("9900"));
+    assert_eq!(
+        get("x-ratelimit-model_per_key-remaining-requests"),
+        Some("2")
+    );
+    assert_eq!(
+        get("x-litellm-key-remaining-requests-openai-gpt-4o-eu"),
+        Some("2")
+    );
+    assert_eq!(get("x-ratelimit-remaining-requests"), Some("2"));
+    assert_eq!(get("x-ratelimit-limit-requests"), Some("3"));
+    assert_eq!(get("x-ratelimit-remaining-tokens"), Some("9900"));
+}
+
+/// B05: a key inheriting a tier's 1-minute window is reset and reports its next reset.
+#[test]
+fn budget_window_resets_inherited_schedule() {
+    let (adm, clock) = engine();
+    let key = ScopeKey::key("hash-a");
+    let tier = Limits {
+        max_budget: Some(5.0),
+        budget_duration: Some(BudgetDuration::Minutes(1)),
+        ..Limits::default()
+    };
+    let eff = Limits::default().tighter(&tier);
+    let mut r = adm
+        .admit(req("a", vec![key_scope(eff.clone())], est(1.0)))
+        .unwrap();
+    r.settle(&Usage::new(1, 1), 5.0).unwrap();
+    let s = adm.spend(&key).unwrap();
+    assert_eq!(s.spend, 5.0);
+    assert_eq!(s.budget_reset_at, Some(t0() + chrono::Duration::minutes(1)));
+    assert!(
+        adm.admit(req("b", vec![key_scope(eff.clone())], est(1.0)))
+            .is_err()
+    );
+    clock.advance_ms(60_000);
+    let r = adm.admit(req("c", vec![key_scope(eff)], est(1.0))).unwrap();
+    drop(r);
+    let s = adm.spend(&key).unwrap();
+    assert_eq!(s.spend, 0.0);
+    assert_eq!(s.budget_reset_at, Some(t0() + chrono::Duration::minutes(2)));
+}
+
+/// B07: a manual reset is in force for the very next request.
+#[test]
+fn manual_reset_unblocks_next_request() {
+    let (adm, _) = engine();
+    let key = ScopeKey::key("hash-a");
+    let limits = Limits {
+        max_budget: Some(50.0),
+        budget_duration: Some(BudgetDuration::Days(1)),
+        ..Limits::default()
+    };
+    adm.set_spend(&key, 51.0, None);
+    assert!(
+        adm.admit(req("a", vec![key_scope(limits.clone())], est(0.0)))
+            .is_err()
+    );
+    adm.reset_spend(&key, Some(BudgetDuration::Days(1)));
+    assert!(
+        adm.admit(req("b", vec![key_scope(limits)], est(0.0)))
+            .is_ok()
+    );
+    let s = adm.spend(&key).unwrap();
+    assert_eq!(s.spend, 0.0);
+    assert_eq!(
+        s.budget_reset_at,
+        Some(
+            DateTime::parse_from_rfc3339("2026-03-15T00:00:00Z")
+                .unwrap()
+                .with_timezone(&Utc)
+        )
+    );
+}
+
+#[test]
+fn drain_dirty_reports_absolute_spend_and_additions_once() {
+    let (adm, clock) = engine();
+    let key = ScopeKey::key("hash-a");
+    let team = ScopeKey::new(ScopeKind::Team, "t");
+    let scopes = || {
+        vec![
+            key_scope(Limits::default()),
+            ScopeRequest::new(team.clone(), Limits::default()),
+        ]
+    };
+    for (i, c) in [0.5, 0.25].into_iter().enumerate() {
+        let mut r = adm
+            .admit(req(&format!("r{i}"), scopes(), est(1.0)))
+            .unwrap();
+        r.settle(&Usage::new(1, 1), c).unwrap();
+    }
+    let mut d = adm.drain_dirty();
+    d.sort_by(|a, b| a.scope.cmp(&b.scope));
+    assert_eq!(d.len(), 2);
+    assert_eq!(
+        (d[0].scope.kind, d[0].spend, d[0].added, d[0].was_reset),
+        (ScopeKind::Team, 0.75, 0.75, false)
+    );
+    assert_eq!(
+        (d[1].scope.kind, d[1].spend, d[1].added),
+        (ScopeKind::Key, 0.75, 0.75)
+    );
+    assert!(adm.drain_dirty().is_empty());
+    adm.reset_spend(&key, None);
+    clock.advance_ms(1);
+    let d = adm.drain_dirty();
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        (d[0].spend, d[0].added, d[0].was_reset, d[0].budget_reset_at),
+        (0.0, 0.0, true, None)
+    );
+}
+
+/// No raw key in rejection messages, headers or Debug output (B37): scopes carry hashes and
+/// display names chosen by the caller (alias, masked key).
+#[test]
+fn no_raw_key_in_rejections_or_debug() {
+    let canary = "sk-test-CANARY2";
+    let hash = crate::store::hash_key(canary);
+    let (adm, _) = engine();
+    let masked = crate::store::mask_key(canary);
+    let scope = || {
+        vec![
+            ScopeRequest::new(
+                ScopeKey::key(&hash),
+                Limits {
+                    max_budget: Some(0.0),
+                    rpm_limit: Some(0),
+                    ..Limits::default()
+                },
+            )
+            .with_display(format!("my-key ({masked})")),
+        ]
+    };
+    let rej = adm.admit(req("a", scope(), est(0.0))).unwrap_err();
+    let text = format!("{rej} {rej:?} {:?}", rej.headers);
+    assert!(!text.contains("CANARY2"), "{text}");
+    assert!(text.contains("sk-...ARY2"));
+    let rpm = vec![ScopeRequest::new(
+        ScopeKey::key(&hash),
+        Limits {
+            rpm_limit: Some(0),
+            ..Limits::default()
+        },
+    )];
+    let rej = adm.admit(req("b", rpm, est(0.0))).unwrap_err();
+    let text = format!("{rej} {rej:?}");
+    assert!(!text.contains("CANARY2") && text.contains(&hash));
+    let ok = adm
+        .admit(req(
+            "c",
+            vec![ScopeRequest::new(ScopeKey::key(&hash), Limits::default())],
+            est(0.0),
+        ))
+        .unwrap();
+    assert!(!format!("{ok:?}").contains("CANARY2"));
+}
+
+/// B04: 50 concurrent requests, budget covering 10 estimates. While all 50 hold their
+/// reservations, exactly 10 are admitted.
+#[test]
+fn concurrent_admissions_never_exceed_the_budget_while_in_flight() {
+    let (adm, _) = engine();
+    let n = 50;
+    let barrier = Arc::new(Barrier::new(n));
+    let all_tried = Arc::new(Barrier::new(n));
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let (adm, barrier, all_tried) = (adm.clone(), barrier.clone(), all_tried.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let r = adm.admit(req(
+                    &format!("r{i}"),
+                    vec![key_scope(budget(0.45))],
+                    est(0.045),
+                ));
+                all_tried.wait();
+                r.map(|mut r| r.settle(&Usage::new(1, 1), 0.045).unwrap())
+                    .is_ok()
+            })
+        })
+        .collect();
+    let admitted = handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .filter(|ok| *ok)
+        .count();
+    assert_eq!(admitted, 10);
+    assert_eq!(adm.spend(&ScopeKey::key("hash-a")).unwrap().spend, 0.45);
+}
+
+/// B04 with settlement racing admissions: 50 threads × up to 20 requests each, two keys sharing
+/// one team budget; actual cost between 50% and 100% of the estimate. The documented bound
+/// holds on the team and on each key: final spend < max_budget + one estimate.
+#[test]
+fn concurrent_spend_stays_within_the_documented_bound() {
+    let (adm, _) = engine();
+    let team = ScopeKey::new(ScopeKind::Team, "shared");
+    let estimate = 0.01;
+    let team_cap = 1.0;
+    let key_cap = 0.7;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let barrier = Arc::new(Barrier::new(50));
+    let handles: Vec<_> = (0..50)
+        .map(|t| {
+            let (adm, team, barrier) = (adm.clone(), team.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let key = if t % 2 == 0 { "key-even" } else { "key-odd" };
+                let mut admitted = 0u32;
+                for i in 0..20 {
+                    if Instant::now() > deadline {
+                        break;
+                    }
+                    let scopes = vec![
+                        ScopeRequest::new(ScopeKey::key(key), budget(key_cap)),
+                        ScopeRequest::new(team.clone(), budget(team_cap)),
+                    ];
+                    if let Ok(mut r) = adm.admit(req(&format!("{t}-{i}"), scopes, est(estimate))) {
+                        admitted += 1;
+                        std::thread::yield_now();
+                        let actual = estimate * (0.5 + ((t * 20 + i) % 6) as f64 / 10.0);
+                        r.settle(&Usage::new(1, 1), actual).unwrap();
+                    }
+                }
+                admitted
+            })
+        })
+        .collect();
+    let admitted: u32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    let team_spend = adm.spend(&team).unwrap();
+    assert!(
+        team_spend.spend < team_cap + estimate,
+        "team spend {} over bound",
+        team_spend.spend
+    );
+    assert!(
+        team_spend.spend >= team_cap - estimate,
+        "team budget not used: {}",
+        team_spend.spend
+    );
+    assert_eq!((team_spend.reserved, team_spend.in_flight), (0.0, 0));
+    for k in ["key-even", "key-odd"] {
+        let s = adm.spend(&ScopeKey::key(k)).unwrap();
+        assert!(s.spend < key_cap + estimate, "{k} spend {}", s.spend);
+    }
+    // at ≥ 0.5 × estimate per request, the team cap admits at most 2 × cap / estimate requests
+    assert!(
+        admitted as f64 <= 2.0 * team_cap / estimate + 1.0,
+        "admitted {admitted}"
+    );
+}
