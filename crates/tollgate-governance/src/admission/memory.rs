@@ -90,7 +90,6 @@ type InflightShard = Mutex<HashSet<(Arc<str>, u32)>>;
 
 /// The in-process counter store (single replica). Create one per gateway process and share it
 /// through an `Arc`.
-
 pub struct InMemoryCounterStore {
     shards: Box<[Shard]>,
     inflight: Box<[InflightShard]>,
