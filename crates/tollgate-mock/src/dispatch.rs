@@ -454,9 +454,9 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Respons
                     Route::ChatCompletions => routes::chat::handle(&ctx),
                     Route::Completions => routes::completions::handle(&ctx),
                     Route::Embeddings => routes::embeddings::handle(&ctx),
-                    //                    Route::Messages => routes::messages::handle(&ctx),
-                    //                    Route::CountTokens => routes::messages::count_tokens(&ctx),
-                    //                    Route::Responses => routes::responses::handle(&ctx),
+                    Route::Messages => routes::messages::handle(&ctx),
+                    Route::CountTokens => routes::messages::count_tokens(&ctx),
+                    Route::Responses => routes::responses::handle(&ctx),
                     _ => Reply::Json(404, Value::Null),
                 }
             }

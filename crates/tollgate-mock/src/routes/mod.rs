@@ -4,9 +4,9 @@ pub(crate) mod admin;
 pub(crate) mod chat;
 pub(crate) mod completions;
 pub(crate) mod embeddings;
-// pub(crate) mod messages;
+pub(crate) mod messages;
 pub(crate) mod models;
-// pub(crate) mod responses;
+pub(crate) mod responses;
 mod tools;
 
 use bytes::Bytes;
@@ -27,7 +27,6 @@ pub(crate) struct Ctx<'a> {
     /// Content chunks in generated streams when the behaviour does not say.
     pub default_chunks: usize,
     /// `req_mock_{seq}`.
-    #[allow(dead_code)] // used by the Anthropic route (next step)
     pub request_id: String,
 }
 
@@ -71,7 +70,6 @@ pub(crate) fn data_event(json: &str) -> Bytes {
 }
 
 /// `event: <name>\ndata: <json>\n\n`.
-#[allow(dead_code)] // used by the Anthropic / Responses routes (next step)
 pub(crate) fn named_event(name: &str, json: &Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {json}\n\n"))
 }

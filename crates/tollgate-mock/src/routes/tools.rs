@@ -12,7 +12,6 @@ use crate::synth::{ToolCall, arguments_from_schema};
 
 /// Where a dialect keeps tool names and schemas.
 #[derive(Clone, Copy)]
-#[allow(dead_code)] // Responses / Anthropic routes come next
 pub(crate) enum ToolDialect {
     /// `{"type":"function","function":{"name","parameters"}}`, choice `{"type":"function","function":{"name"}}`.
     Chat,

@@ -1,0 +1,201 @@
+//! `POST /v1/messages` (wire-formats.md §2): Anthropic Messages, non-streaming and SSE
+//! (`event: X\ndata: {...}\n\n`, `message_start` … `message_stop`), text or `tool_use` replies.
+//!
+//! `message_delta.usage` is cumulative and complete (`input_tokens`, cache fields and
+//! `output_tokens`), as the current API sends it; `message_start.usage.output_tokens` is 1.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::tools::{ToolDialect, choose};
+use super::{Ctx, Reply, apply_stop, named_event};
+use crate::errors::anthropic_error_body;
+use crate::synth::{self, ToolCall};
+
+/// Usage numbers of one reply (tokens).
+#[derive(Clone, Copy)]
+struct Usage {
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_creation: u64,
+}
+
+fn usage_json(u: Usage) -> Value {
+    json!({"input_tokens": u.input, "cache_creation_input_tokens": u.cache_creation,
+           "cache_read_input_tokens": u.cache_read, "output_tokens": u.output})
+}
+
+fn invalid(ctx: &Ctx, msg: &str) -> Reply {
+    Reply::Error(
+        400,
+        anthropic_error_body("invalid_request_error", msg, &ctx.request_id),
+    )
+}
+
+/// Anthropic mid-stream error event (`event: error`, overloaded), as in the fixtures.
+pub(crate) fn midstream_error_event() -> Bytes {
+    named_event(
+        "error",
+        &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    )
+}
+
+/// Handle a Messages request.
+pub(crate) fn handle(ctx: &Ctx) -> Reply {
+    let body = ctx.body;
+    let Some(messages) = body.get("messages").filter(|m| m.is_array()) else {
+        return invalid(ctx, "messages: Field required");
+    };
+    let Some(max_tokens) = ctx.u64_field("max_tokens") else {
+        return invalid(ctx, "max_tokens: Field required");
+    };
+    let tool = choose(ToolDialect::Anthropic, body, ctx.behavior.tool_call);
+    let last_user = synth::last_user_text(Some(messages));
+    let mut text = synth::reply_text(
+        ctx.model,
+        ctx.behavior.reply.as_deref(),
+        last_user.as_deref(),
+    );
+    let stop_seq = apply_stop(&mut text, body.get("stop_sequences"));
+    let truncated = synth::truncate_to_tokens(&mut text, Some(max_tokens));
+    let (stop_reason, stop_sequence) = if tool.is_some() {
+        ("tool_use", Value::Null)
+    } else if truncated {
+        ("max_tokens", Value::Null)
+    } else if let Some(s) = stop_seq {
+        ("stop_sequence", Value::String(s))
+    } else {
+        ("end_turn", Value::Null)
+    };
+    let output = match &tool {
+        Some(t) => synth::tokens_for_bytes(t.name.len() + t.arguments.len()),
+        None => synth::tokens_for_bytes(text.len()),
+    };
+    let usage = match ctx.behavior.usage {
+        Some(o) => Usage {
+            input: o.prompt_tokens,
+            output: o.completion_tokens,
+            cache_read: o.cached_tokens,
+            cache_creation: o.cache_creation_tokens,
+        },
+        None => Usage {
+            input: synth::prompt_tokens(Some(messages), body.get("system")),
+            output,
+            cache_read: 0,
+            cache_creation: 0,
+        },
+    };
+    let id = format!("msg_mock_{}", ctx.seq);
+    let tool_id = format!("toolu_mock_{}_0", ctx.seq);
+    if !ctx.stream() {
+        let content = match &tool {
+            Some(t) => {
+                let input: Value = serde_json::from_str(&t.arguments).unwrap_or(json!({}));
+                json!([{"type": "tool_use", "id": tool_id, "name": t.name, "input": input}])
+            }
+            None => json!([{"type": "text", "text": text}]),
+        };
+        return Reply::Json(
+            200,
+            json!({"id": id, "type": "message", "role": "assistant", "model": ctx.model,
+                   "content": content, "stop_reason": stop_reason, "stop_sequence": stop_sequence,
+                   "usage": usage_json(usage)}),
+        );
+    }
+    Reply::Sse(stream(
+        ctx,
+        &id,
+        &tool_id,
+        &text,
+        tool.as_ref(),
+        stop_reason,
+        stop_sequence,
+        usage,
+    ))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stream(
+    ctx: &Ctx,
+    id: &str,
+    tool_id: &str,
+    text: &str,
+    tool: Option<&ToolCall>,
+    stop_reason: &str,
+    stop_sequence: Value,
+    usage: Usage,
+) -> Vec<Bytes> {
+    let mut out = Vec::with_capacity(ctx.chunks() + 7);
+    let start_usage = Usage { output: 1, ..usage };
+    out.push(named_event(
+        "message_start",
+        &json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
+            "model": ctx.model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": usage_json(start_usage)}}),
+    ));
+    let block = match tool {
+        Some(t) => json!({"type": "tool_use", "id": tool_id, "name": t.name, "input": {}}),
+        None => json!({"type": "text", "text": ""}),
+    };
+    out.push(named_event(
+        "content_block_start",
+        &json!({"type": "content_block_start", "index": 0, "content_block": block}),
+    ));
+    out.push(named_event("ping", &json!({"type": "ping"})));
+    let frags: Vec<&str> = match tool {
+        Some(t) => {
+            // The API's first input_json_delta is often empty.
+            let mut v = vec![""];
+            v.extend(synth::split_fragments(&t.arguments, ctx.chunks()));
+            v
+        }
+        None => synth::split_chars(text, ctx.chunks()),
+    };
+    let midstream = ctx.behavior.midstream_error_after;
+    let mut content_chunks = 0usize;
+    for frag in frags {
+        if tool.is_none() || !frag.is_empty() {
+            if midstream == Some(content_chunks) {
+                out.push(midstream_error_event());
+                return out;
+            }
+            content_chunks += 1;
+        }
+        let delta = match tool {
+            Some(_) => json!({"type": "input_json_delta", "partial_json": frag}),
+            None => json!({"type": "text_delta", "text": frag}),
+        };
+        out.push(named_event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        ));
+    }
+    if midstream.is_some() {
+        out.push(midstream_error_event());
+        return out;
+    }
+    out.push(named_event(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": 0}),
+    ));
+    out.push(named_event(
+        "message_delta",
+        &json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
+                "usage": usage_json(usage)}),
+    ));
+    out.push(named_event(
+        "message_stop",
+        &json!({"type": "message_stop"}),
+    ));
+    out
+}
+
+/// `POST /v1/messages/count_tokens` → `{"input_tokens": N}` (same rule as `usage.input_tokens`).
+pub(crate) fn count_tokens(ctx: &Ctx) -> Reply {
+    let Some(messages) = ctx.body.get("messages").filter(|m| m.is_array()) else {
+        return invalid(ctx, "messages: Field required");
+    };
+    let n = synth::prompt_tokens(Some(messages), ctx.body.get("system"));
+    Reply::Json(200, json!({"input_tokens": n}))
+}

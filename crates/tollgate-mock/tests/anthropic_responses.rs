@@ -1,0 +1,404 @@
+//! Anthropic Messages and OpenAI Responses: shapes, streams compared to the fixtures' event
+//! sequences and key sets, tool replies, errors, mid-stream errors.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn fixture_events(rel: &str) -> Vec<(String, Value)> {
+    let text = String::from_utf8(std::fs::read(fixtures_dir().join(rel)).unwrap()).unwrap();
+    Resp {
+        status: 200,
+        headers: Default::default(),
+        frames: vec![text.into()],
+    }
+    .sse_events()
+}
+
+fn fixture_data(rel: &str) -> Vec<Value> {
+    let text = String::from_utf8(std::fs::read(fixtures_dir().join(rel)).unwrap()).unwrap();
+    Resp {
+        status: 200,
+        headers: Default::default(),
+        frames: vec![text.into()],
+    }
+    .sse_data()
+}
+
+/// Object keys, recursively for nested objects (array elements: first element), as paths.
+fn key_paths(v: &Value, prefix: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{prefix}/{k}");
+                out.push(p.clone());
+                key_paths(x, &p, out);
+            }
+        }
+        Value::Array(a) => {
+            if let Some(x) = a.first() {
+                key_paths(x, &format!("{prefix}/0"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn keys(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    key_paths(v, "", &mut out);
+    out
+}
+
+fn msg_req(stream: bool) -> Value {
+    json!({"model": "mock-claude-text", "max_tokens": 256, "stream": stream, "system": "Be brief.",
+           "messages": [{"role": "user", "content": [{"type": "text", "text": "Hello Claude, how are you?"}]}]})
+}
+
+#[tokio::test]
+async fn messages_non_stream() {
+    let mock = start().await;
+    let r = post(&mock.base_url(), "/v1/messages", &[], &msg_req(false)).await;
+    assert_eq!(r.status, 200);
+    assert!(r.header("request-id").unwrap().starts_with("req_mock_"));
+    let v = r.json();
+    assert_eq!(v["type"], "message");
+    assert_eq!(v["role"], "assistant");
+    assert_eq!(v["model"], "mock-claude-text");
+    let text = "This is a mock response to: Hello Claude, how are you?";
+    assert_eq!(v["content"], json!([{"type": "text", "text": text}]));
+    assert_eq!(v["stop_reason"], "end_turn");
+    assert_eq!(v["stop_sequence"], Value::Null);
+    // ceil((9 + 26) / 4) + 3 * (1 message + system)
+    assert_eq!(v["usage"]["input_tokens"], 9 + 6);
+    assert_eq!(v["usage"]["output_tokens"], (text.len() as u64).div_ceil(4));
+    let fixture: Value = serde_json::from_slice(
+        &std::fs::read(fixtures_dir().join("anthropic/messages/text.response.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(keys(&v), keys(&fixture));
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn messages_stream_matches_fixture_sequence() {
+    let mock = start().await;
+    let r = post(
+        &mock.base_url(),
+        "/v1/messages",
+        &[("x-mock-chunks", "5"), ("x-mock-usage", "64,20,7,3")],
+        &msg_req(true),
+    )
+    .await;
+    assert!(
+        r.header("content-type")
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let ours = r.sse_events();
+    let theirs = fixture_events("anthropic/messages/text.stream.sse");
+    let names = |v: &[(String, Value)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    for ((n, d), (_, f)) in ours.iter().zip(&theirs) {
+        assert_eq!(d["type"], n.as_str());
+        if n != "message_delta" {
+            assert_eq!(keys(d), keys(f), "{n}");
+        }
+    }
+    let start = &ours[0].1["message"]["usage"];
+    assert_eq!(
+        (
+            start["input_tokens"].as_u64(),
+            start["output_tokens"].as_u64()
+        ),
+        (Some(64), Some(1))
+    );
+    assert_eq!(start["cache_read_input_tokens"], 7);
+    let delta = &ours[ours.len() - 2].1;
+    assert_eq!(delta["delta"]["stop_reason"], "end_turn");
+    assert_eq!(delta["usage"]["output_tokens"], 20);
+    assert_eq!(delta["usage"]["input_tokens"], 64);
+    let text: String = ours
+        .iter()
+        .filter(|(n, _)| n == "content_block_delta")
+        .map(|(_, d)| d["delta"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        text,
+        "This is a mock response to: Hello Claude, how are you?"
+    );
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn messages_tool_use_stream_and_non_stream() {
+    let mock = start().await;
+    let mut body = msg_req(false);
+    body["tools"] = json!([{"name": "add_numbers", "input_schema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}]);
+    body["tool_choice"] = json!({"type": "any"});
+    let v = post(&mock.base_url(), "/v1/messages", &[], &body)
+        .await
+        .json();
+    assert_eq!(v["stop_reason"], "tool_use");
+    assert_eq!(v["content"][0]["type"], "tool_use");
+    assert_eq!(v["content"][0]["name"], "add_numbers");
+    assert_eq!(v["content"][0]["input"], json!({"a": 42, "b": 42}));
+    assert!(
+        v["content"][0]["id"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolu_")
+    );
+    body["stream"] = json!(true);
+    body["tool_choice"] = json!({"type": "auto"});
+    let ev = post(
+        &mock.base_url(),
+        "/v1/messages",
+        &[("x-mock-tool-call", "1"), ("x-mock-chunks", "3")],
+        &body,
+    )
+    .await
+    .sse_events();
+    assert_eq!(
+        ev[1].1["content_block"],
+        json!({"type": "tool_use", "id": "toolu_mock_2_0", "name": "add_numbers", "input": {}})
+    );
+    let parts: Vec<&str> = ev
+        .iter()
+        .filter(|(n, _)| n == "content_block_delta")
+        .map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap())
+        .collect();
+    assert_eq!(parts.len(), 4);
+    assert_eq!(parts[0], "");
+    assert_eq!(parts.concat(), r#"{"a":42,"b":42}"#);
+    let md = ev.iter().find(|(n, _)| n == "message_delta").unwrap();
+    assert_eq!(md.1["delta"]["stop_reason"], "tool_use");
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn messages_errors_and_midstream() {
+    let mock = start().await;
+    let base = mock.base_url();
+    let r = post(
+        &base,
+        "/v1/messages",
+        &[("x-mock-status", "529")],
+        &msg_req(false),
+    )
+    .await;
+    assert_eq!(r.status, 529);
+    let v = r.json();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "overloaded_error");
+    assert_eq!(v["request_id"].as_str(), r.header("request-id"));
+    let r = post(
+        &base,
+        "/v1/messages",
+        &[("x-mock-status", "429")],
+        &msg_req(false),
+    )
+    .await;
+    assert_eq!(r.json()["error"]["type"], "rate_limit_error");
+    assert_eq!(
+        r.header("anthropic-ratelimit-requests-remaining"),
+        Some("0")
+    );
+    let r = post(
+        &base,
+        "/v1/messages",
+        &[],
+        &json!({"model": "mock-claude-overloaded", "max_tokens": 5, "messages": []}),
+    )
+    .await;
+    assert_eq!(r.status, 529);
+    let r = post(
+        &base,
+        "/v1/messages",
+        &[],
+        &json!({"model": "c", "messages": []}),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["message"], "max_tokens: Field required");
+    let r = post(
+        &base,
+        "/v1/messages",
+        &[("x-mock-midstream-error-after", "2")],
+        &msg_req(true),
+    )
+    .await;
+    let ev = r.sse_events();
+    let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "message_start",
+            "content_block_start",
+            "ping",
+            "content_block_delta",
+            "content_block_delta",
+            "error"
+        ]
+    );
+    assert_eq!(ev[5].1["error"]["type"], "overloaded_error");
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn messages_stop_sequence_and_max_tokens() {
+    let mock = start().await;
+    let mut body = msg_req(false);
+    body["stop_sequences"] = json!(["mock"]);
+    let v = post(&mock.base_url(), "/v1/messages", &[], &body)
+        .await
+        .json();
+    assert_eq!(v["content"][0]["text"], "This is a ");
+    assert_eq!(v["stop_reason"], "stop_sequence");
+    assert_eq!(v["stop_sequence"], "mock");
+    let mut body = msg_req(false);
+    body["max_tokens"] = json!(2);
+    let v = post(&mock.base_url(), "/v1/messages", &[], &body)
+        .await
+        .json();
+    assert_eq!(v["content"][0]["text"], "This is ");
+    assert_eq!(v["stop_reason"], "max_tokens");
+    assert_eq!(v["usage"]["output_tokens"], 2);
+    let c = post(
+        &mock.base_url(),
+        "/v1/messages/count_tokens",
+        &[],
+        &msg_req(false),
+    )
+    .await
+    .json();
+    assert_eq!(c, json!({"input_tokens": 15}));
+    mock.shutdown().await;
+}
+
+fn resp_req(stream: bool) -> Value {
+    json!({"model": "mock-gpt-text", "stream": stream, "instructions": "You are a terse assistant.", "input": "Say hello to the gateway"})
+}
+
+#[tokio::test]
+async fn responses_non_stream_and_stream_match_fixture() {
+    let mock = start().await;
+    let v = post(&mock.base_url(), "/v1/responses", &[], &resp_req(false))
+        .await
+        .json();
+    let fixture: Value = serde_json::from_slice(
+        &std::fs::read(fixtures_dir().join("openai/responses/text.response.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(keys(&v), keys(&fixture));
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["instructions"], "You are a terse assistant.");
+    let text = "This is a mock response to: Say hello to the gateway";
+    assert_eq!(v["output"][0]["content"][0]["text"], text);
+    // ceil((24 + 26) / 4) + 3 * 2
+    assert_eq!(v["usage"]["input_tokens"], 13 + 6);
+    assert_eq!(v["usage"]["output_tokens"], (text.len() as u64).div_ceil(4));
+
+    let r = post(
+        &mock.base_url(),
+        "/v1/responses",
+        &[("x-mock-chunks", "11")],
+        &resp_req(true),
+    )
+    .await;
+    let ours = r.sse_events();
+    let theirs = fixture_events("openai/responses/text.stream.sse");
+    let names = |v: &[(String, Value)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    for (i, ((n, d), (_, f))) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(d["sequence_number"], i, "{n}");
+        assert_eq!(keys(d), keys(f), "{n}");
+    }
+    let deltas: String = ours
+        .iter()
+        .filter(|(n, _)| n == "response.output_text.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, text);
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn responses_tool_call_and_failure() {
+    let mock = start().await;
+    let mut body = resp_req(true);
+    body["tools"] = json!([{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}, "strict": true}]);
+    body["tool_choice"] = json!("required");
+    let ev = post(&mock.base_url(), "/v1/responses", &[], &body)
+        .await
+        .sse_events();
+    let theirs = fixture_events("openai/responses/tools.stream.sse");
+    let added = ev
+        .iter()
+        .find(|(n, _)| n == "response.output_item.added")
+        .unwrap();
+    let fx_added = theirs
+        .iter()
+        .find(|(n, _)| n == "response.output_item.added")
+        .unwrap();
+    assert_eq!(keys(&added.1), keys(&fx_added.1));
+    let args: String = ev
+        .iter()
+        .filter(|(n, _)| n == "response.function_call_arguments.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(args, r#"{"city":"mock-city"}"#);
+    let done = &ev.last().unwrap().1;
+    assert_eq!(done["type"], "response.completed");
+    assert_eq!(done["response"]["output"][0]["type"], "function_call");
+    assert_eq!(done["response"]["output"][0]["name"], "get_weather");
+    assert_eq!(
+        done["response"]["output"][0]["arguments"],
+        r#"{"city":"mock-city"}"#
+    );
+
+    let ev = post(
+        &mock.base_url(),
+        "/v1/responses",
+        &[("x-mock-midstream-error-after", "1")],
+        &resp_req(true),
+    )
+    .await
+    .sse_events();
+    let last = &ev.last().unwrap().1;
+    assert_eq!(last["type"], "response.failed");
+    assert_eq!(last["response"]["status"], "failed");
+    assert_eq!(last["response"]["error"]["code"], "server_error");
+    let r = post(
+        &mock.base_url(),
+        "/v1/responses",
+        &[("x-mock-status", "404")],
+        &resp_req(false),
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["code"], "model_not_found");
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn chat_stream_usage_keys_match_fixture() {
+    let mock = start().await;
+    let body = json!({"model": "mock-gpt-text", "stream": true, "stream_options": {"include_usage": true},
+                      "messages": [{"role": "user", "content": "hello"}]});
+    let ours = post(
+        &mock.base_url(),
+        "/v1/chat/completions",
+        &[("x-mock-chunks", "11")],
+        &body,
+    )
+    .await
+    .sse_data();
+    let theirs = fixture_data("openai/chat/text.stream_usage.sse");
+    assert_eq!(ours.len(), theirs.len());
+    for (o, t) in ours.iter().zip(&theirs) {
+        assert_eq!(keys(o), keys(t));
+    }
+    mock.shutdown().await;
+}
