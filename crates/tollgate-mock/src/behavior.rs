@@ -109,6 +109,8 @@ pub struct Behavior {
     pub chunks: Option<usize>,
     /// Pause between generated stream events, ms.
     pub chunk_delay_ms: Option<u64>,
+    /// Send this many body pieces (SSE events, or split pieces) then reset the connection.
+    pub drop_after_chunks: Option<usize>,
     /// Replay this fixture (path relative to the fixtures dir).
     pub fixture: Option<String>,
     /// Write the body in pieces of this many bytes.
@@ -146,6 +148,7 @@ impl Behavior {
             usage,
             hang,
             drop_connection,
+            drop_after_chunks,
             chunks,
             chunk_delay_ms,
             fixture,
@@ -177,6 +180,7 @@ impl Behavior {
         b.usage = s("x-mock-usage").and_then(UsageOverride::parse);
         b.hang = flag("x-mock-hang");
         b.drop_connection = flag("x-mock-drop-connection");
+        b.drop_after_chunks = num("x-mock-drop-after-chunks").map(|n| n as usize);
         b.chunks = num("x-mock-chunks").map(|n| n as usize);
         b.chunk_delay_ms = num("x-mock-chunk-delay-ms");
         b.fixture = s("x-mock-fixture").map(str::to_owned);

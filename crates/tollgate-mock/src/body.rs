@@ -7,7 +7,6 @@
 //! before the pause, so the reader sees separate reads.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -18,6 +17,12 @@ use tokio::time::Sleep;
 
 use crate::observe::RequestGuard;
 
+/// Body error used to reset the connection on purpose (`x-mock-drop-after-chunks`): hyper
+/// aborts the connection when a body yields an error, so the client sees a truncated stream.
+#[derive(Debug, thiserror::Error)]
+#[error("tollgate-mock dropped the connection mid-body on request")]
+pub struct Aborted;
+
 /// Response body made of pieces separated by `gap`.
 pub struct MockBody {
     pieces: VecDeque<Bytes>,
@@ -25,6 +30,8 @@ pub struct MockBody {
     sleep: Option<Pin<Box<Sleep>>>,
     guard: RequestGuard,
     exact_len: Option<u64>,
+    abort_after: Option<usize>,
+    sent: usize,
 }
 
 impl MockBody {
@@ -42,6 +49,8 @@ impl MockBody {
             sleep: None,
             guard,
             exact_len: Some(len),
+            abort_after: None,
+            sent: 0,
         })
     }
 
@@ -54,6 +63,8 @@ impl MockBody {
             sleep: None,
             guard,
             exact_len: None,
+            abort_after: None,
+            sent: 0,
         })
     }
 
@@ -61,6 +72,13 @@ impl MockBody {
         if self.pieces.is_empty() {
             self.guard.finish();
         }
+        self
+    }
+
+    /// Reset the connection after `n` pieces instead of finishing the body.
+    pub fn abort_after(mut self, n: usize) -> Self {
+        self.abort_after = Some(n);
+        self.exact_len = None;
         self
     }
 
@@ -72,12 +90,12 @@ impl MockBody {
 
 impl Body for MockBody {
     type Data = Bytes;
-    type Error = Infallible;
+    type Error = Aborted;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Aborted>>> {
         let this = &mut *self;
         if let Some(sleep) = this.sleep.as_mut() {
             if sleep.as_mut().poll(cx).is_pending() {
@@ -85,10 +103,17 @@ impl Body for MockBody {
             }
             this.sleep = None;
         }
+        if this.abort_after == Some(this.sent) {
+            this.abort_after = None;
+            this.pieces.clear();
+            this.guard.dropped_by_mock();
+            return Poll::Ready(Some(Err(Aborted)));
+        }
         match this.pieces.pop_front() {
             Some(piece) => {
+                this.sent += 1;
                 this.guard.add_bytes(piece.len());
-                if this.pieces.is_empty() {
+                if this.pieces.is_empty() && this.abort_after.is_none() {
                     // The last byte is with the connection now: the response is complete.
                     this.guard.finish();
                 } else if !this.gap.is_zero() {
@@ -101,7 +126,7 @@ impl Body for MockBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.pieces.is_empty()
+        self.pieces.is_empty() && self.abort_after.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {

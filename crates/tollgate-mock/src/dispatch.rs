@@ -178,6 +178,10 @@ impl Out<'_> {
             };
             MockBody::full(all, guard)
         };
+        let body = match b.drop_after_chunks {
+            Some(n) => body.abort_after(n),
+            None => body,
+        };
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         body.guard().response_started(status.as_u16());
         let mut resp = Response::new(body);
@@ -309,7 +313,7 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Respons
         .and_then(|j| j.get("model"))
         .and_then(Value::as_str);
 
-    let guard = if state.recorder.enabled() {
+    let mut guard = if state.recorder.enabled() {
         state.recorder.begin(Observation {
             seq,
             received_at,
@@ -331,6 +335,7 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Respons
             finished_at: None,
             client_disconnected: false,
             client_disconnected_at: None,
+            dropped_by_mock: false,
         })
     } else {
         RequestGuard::disabled()
@@ -359,6 +364,7 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Respons
         return out.error(401, model_name, guard);
     }
     if behavior.drop_connection == Some(true) {
+        guard.dropped_by_mock();
         if let Some(k) = parts.extensions.get::<ConnKill>() {
             k.0.notify_one();
         }

@@ -58,6 +58,10 @@ pub struct Observation {
     pub client_disconnected: bool,
     /// When the mock noticed the disconnect (the body stream or pending handler was dropped), unix epoch ms.
     pub client_disconnected_at: Option<f64>,
+    /// True when the mock itself closed the connection (`drop_connection`, `drop_after_chunks`);
+    /// `finished_at` is then the time it did so.
+    #[serde(default)]
+    pub dropped_by_mock: bool,
 }
 
 type Slot = Arc<Mutex<Observation>>;
@@ -171,6 +175,12 @@ impl RequestGuard {
         self.with(|o| o.bytes_sent += n as u64);
     }
 
+    /// Mark that the mock closed the connection on purpose (also completes the record).
+    pub fn dropped_by_mock(&mut self) {
+        self.with(|o| o.dropped_by_mock = true);
+        self.finish();
+    }
+
     /// Mark the response complete.
     pub fn finish(&mut self) {
         if !self.done {
@@ -213,6 +223,7 @@ mod tests {
             finished_at: None,
             client_disconnected: false,
             client_disconnected_at: None,
+            dropped_by_mock: false,
         }
     }
 

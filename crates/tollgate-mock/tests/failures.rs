@@ -249,3 +249,45 @@ async fn required_key_both_dialects() {
     assert_eq!(r.json()["error"]["type"], "authentication_error");
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn drop_after_chunks_resets_mid_stream() {
+    use http_body_util::BodyExt;
+    let mock = start().await;
+    let url = format!("{}/v1/chat/completions", mock.base_url());
+    let mut body = chat("m");
+    body["stream"] = json!(true);
+    let req = http::Request::post(&url)
+        .header("x-mock-drop-after-chunks", "3")
+        .header("x-mock-chunk-delay-ms", "5")
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            serde_json::to_vec(&body).unwrap(),
+        )))
+        .unwrap();
+    let resp = client().request(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut b = resp.into_body();
+    let mut got = Vec::new();
+    let mut errored = false;
+    while let Some(f) = tokio::time::timeout(Duration::from_secs(5), b.frame())
+        .await
+        .unwrap()
+    {
+        match f {
+            Ok(f) => got.extend_from_slice(&f.into_data().unwrap()),
+            Err(_) => {
+                errored = true;
+                break;
+            }
+        }
+    }
+    assert!(errored, "body ended with an error (connection reset)");
+    let text = String::from_utf8(got).unwrap();
+    assert_eq!(text.matches("data: ").count(), 3);
+    assert!(!text.contains("[DONE]"));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let o = &mock.drain_observations()[0];
+    assert!(o.dropped_by_mock);
+    assert!(!o.client_disconnected);
+    mock.shutdown().await;
+}
