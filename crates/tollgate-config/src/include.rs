@@ -61,47 +61,47 @@ impl Sources {
         }
     }
 
-    /// The root file's name.
-    pub(crate) fn root_name(&self) -> &str {
-        &self.files[0].name
+    /// The file a merged path comes from, and the path inside that file.
+    fn origin(&self, path: &KeyPath) -> (usize, KeyPath) {
+        let segs = path.segments();
+        let Some(Segment::Key(top)) = segs.first() else {
+            return (0, path.clone());
+        };
+        match self.origins.get(top) {
+            None => (0, path.clone()),
+            Some(Origin::Whole(s)) => (*s, path.clone()),
+            Some(Origin::List(parts)) => {
+                let first = parts.first().map_or(0, |p| p.0);
+                match segs.get(1) {
+                    Some(Segment::Index(i)) => {
+                        match parts
+                            .iter()
+                            .find(|(_, start, len)| *i >= *start && *i < start + len)
+                        {
+                            Some((s, start, _)) => {
+                                let mut local = segs.to_vec();
+                                local[1] = Segment::Index(i - start);
+                                (*s, KeyPath(local))
+                            }
+                            None => (first, KeyPath(segs[..1].to_vec())),
+                        }
+                    }
+                    _ => (first, path.clone()),
+                }
+            }
+        }
+    }
+
+    /// The name of the file a merged path comes from.
+    pub(crate) fn file_of(&self, path: &KeyPath) -> &str {
+        &self.files[self.origin(path).0].name
     }
 
     /// The file and 1-based `(line, column)` of a merged path.
     pub(crate) fn locate(&self, path: &KeyPath, mode: Mode) -> (&str, Option<(usize, usize)>) {
-        let segs = path.segments();
-        let Some(Segment::Key(top)) = segs.first() else {
-            return (self.root_name(), None);
-        };
-        match self.origins.get(top) {
-            None | Some(Origin::Whole(0)) => {
-                (self.root_name(), locate(&self.files[0].text, path, mode))
-            }
-            Some(Origin::Whole(s)) => {
-                let f = &self.files[*s];
-                (&f.name, locate(&f.text, path, mode))
-            }
-            Some(Origin::List(parts)) => {
-                let (src, local) = match segs.get(1) {
-                    Some(Segment::Index(i)) => match parts
-                        .iter()
-                        .find(|(_, start, len)| *i >= *start && *i < start + len)
-                    {
-                        Some((s, start, _)) => {
-                            let mut local = segs.to_vec();
-                            local[1] = Segment::Index(i - start);
-                            (*s, KeyPath(local))
-                        }
-                        None => (
-                            parts.first().map_or(0, |p| p.0),
-                            KeyPath(segs[..1].to_vec()),
-                        ),
-                    },
-                    _ => (parts.first().map_or(0, |p| p.0), path.clone()),
-                };
-                let f = &self.files[src];
-                (&f.name, locate(&f.text, &local, mode))
-            }
-        }
+        let (src, local) = self.origin(path);
+        let f = &self.files[src];
+        (&f.name, locate(&f.text, &local, mode))
     }
 }
 

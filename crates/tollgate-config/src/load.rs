@@ -92,6 +92,7 @@ pub(crate) fn load_with_reader(
     let mut ctx = Ctx {
         sources: Sources::single(source_name, text),
         scrub: Vec::new(),
+        located_warnings: std::cell::Cell::new(0),
     };
     let root = parse(text, source_name)?;
     let mut warnings = Vec::new();
@@ -152,23 +153,35 @@ pub(crate) fn load_with_reader(
     ctx.scrub.retain(|s| s.len() >= MIN_SCRUB_LEN);
     ctx.scrub.sort_by_key(|s| std::cmp::Reverse(s.len()));
 
-    for u in &subst.unset {
-        if u.required {
-            return Err(ctx.error(
-                ErrorKind::UnsetEnv,
-                u.path.clone(),
-                Mode::Value,
-                format!(
-                    "environment variable {} (from os.environ/{}) is not set",
-                    u.var, u.var
-                ),
-            ));
-        }
-        warnings.push(ctx.warning(
-            &u.path,
+    if let Some(u) = subst.unset.iter().find(|u| u.required) {
+        return Err(ctx.error(
+            ErrorKind::UnsetEnv,
+            u.path.clone(),
+            Mode::Value,
             format!(
-                "environment variable {} (from os.environ/{}) is not set; the key is left unset",
+                "environment variable {} (from os.environ/{}) is not set",
                 u.var, u.var
+            ),
+        ));
+    }
+    // One warning per variable (configs reuse OPENAI_API_KEY across many deployments), at its
+    // first use.
+    let mut by_var: Vec<(&str, Vec<&KeyPath>)> = Vec::new();
+    for u in &subst.unset {
+        match by_var.iter_mut().find(|(v, _)| *v == u.var) {
+            Some((_, paths)) => paths.push(&u.path),
+            None => by_var.push((&u.var, vec![&u.path])),
+        }
+    }
+    for (var, paths) in by_var {
+        let more = match paths.len() {
+            1 => String::new(),
+            n => format!(" (and {} more key{})", n - 1, if n == 2 { "" } else { "s" }),
+        };
+        warnings.push(ctx.warning(
+            paths[0],
+            format!(
+                "environment variable {var} (from os.environ/{var}) is not set; the key is left unset{more}"
             ),
         ));
     }
@@ -269,7 +282,13 @@ pub(crate) struct Ctx {
     sources: Sources,
     /// Credential values, longest first.
     scrub: Vec<String>,
+    /// Warnings located so far (each location re-parses the text; see [`MAX_LOCATED_WARNINGS`]).
+    located_warnings: std::cell::Cell<usize>,
 }
+
+/// Warnings beyond this many carry their key path but no line: locating one re-parses the
+/// file, and a config with thousands of deployments can produce thousands of warnings.
+const MAX_LOCATED_WARNINGS: usize = 50;
 
 impl Ctx {
     fn scrubbed(&self, msg: String) -> String {
@@ -298,7 +317,13 @@ impl Ctx {
 
     /// A warning line `file:line:col: path: message`.
     pub(crate) fn warning(&self, path: &KeyPath, message: String) -> String {
-        let (file, loc) = self.sources.locate(path, Mode::Key);
+        let n = self.located_warnings.get();
+        let (file, loc) = if n < MAX_LOCATED_WARNINGS {
+            self.located_warnings.set(n + 1);
+            self.sources.locate(path, Mode::Key)
+        } else {
+            (self.sources.file_of(path), None)
+        };
         let loc = match loc {
             Some((l, c)) => format!(":{l}:{c}"),
             None => String::new(),

@@ -376,3 +376,54 @@ fn internal_litellm_params_are_not_request_defaults() {
         ]
     );
 }
+
+#[test]
+fn unset_variables_warn_once_per_variable() {
+    let mut y = String::from("model_list:\n");
+    for i in 0..3 {
+        y.push_str(&format!(
+            "  - model_name: m{i}\n    litellm_params:\n      model: openai/m{i}\n      api_key: os.environ/SHARED_UNSET\n"
+        ));
+    }
+    let l = load_str(&y, "config.yaml", &env).unwrap();
+    let w: Vec<&String> = l
+        .warnings
+        .iter()
+        .filter(|w| w.contains("SHARED_UNSET"))
+        .collect();
+    assert_eq!(
+        w,
+        vec![
+            "config.yaml:5:7: model_list[0].litellm_params.api_key: environment variable SHARED_UNSET (from os.environ/SHARED_UNSET) is not set; the key is left unset (and 2 more keys)"
+        ]
+    );
+}
+
+#[test]
+fn many_warnings_stay_cheap_and_keep_their_key_path() {
+    // Locating a warning re-parses the file; past 50 warnings only the key path is given.
+    let mut y = String::from("model_list:\n");
+    for i in 0..200 {
+        y.push_str(&format!(
+            "  - model_name: m{i}\n    litellm_params:\n      model: openai/m{i}\n      api_key: os.environ/UNSET_{i}\n"
+        ));
+    }
+    let l = load_str(&y, "config.yaml", &env).unwrap();
+    let unset: Vec<&String> = l.warnings.iter().filter(|w| w.contains("UNSET_")).collect();
+    assert_eq!(unset.len(), 200);
+    assert!(
+        unset[0].starts_with("config.yaml:5:7: model_list[0].litellm_params.api_key:"),
+        "{}",
+        unset[0]
+    );
+    assert!(
+        unset[49].starts_with("config.yaml:201:7: model_list[49]."),
+        "{}",
+        unset[49]
+    );
+    assert!(
+        unset[50].starts_with("config.yaml: model_list[50].litellm_params.api_key:"),
+        "{}",
+        unset[50]
+    );
+}
