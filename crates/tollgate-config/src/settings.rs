@@ -117,7 +117,7 @@ pub struct GeneralSettings {
 
 /// An entry of `router_settings.model_group_alias`: `"alias": "group"` or
 /// `"alias": {"model": "group", "hidden": true}`.
-#[derive(Clone, PartialEq, Serialize, Deserialize, Debug)]
+#[derive(Clone, PartialEq, Serialize, Debug)]
 #[serde(untagged)]
 pub enum ModelGroupAlias {
     /// Alias to a group, listed in `/models`.
@@ -130,6 +130,34 @@ pub enum ModelGroupAlias {
         #[serde(default)]
         hidden: bool,
     },
+}
+
+impl<'de> Deserialize<'de> for ModelGroupAlias {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(g) => Ok(ModelGroupAlias::Group(g)),
+            serde_json::Value::Object(m) => {
+                let model = match m.get("model") {
+                    Some(serde_json::Value::String(g)) => g.clone(),
+                    _ => {
+                        return Err(D::Error::custom(
+                            "expected {model: <group>, hidden: <bool>}: missing string `model`",
+                        ));
+                    }
+                };
+                let hidden = match m.get("hidden") {
+                    None | Some(serde_json::Value::Null) => false,
+                    Some(serde_json::Value::Bool(b)) => *b,
+                    Some(_) => return Err(D::Error::custom("`hidden` must be a boolean")),
+                };
+                Ok(ModelGroupAlias::Detailed { model, hidden })
+            }
+            _ => Err(D::Error::custom(
+                "expected a model group name or {model: <group>, hidden: <bool>}",
+            )),
+        }
+    }
 }
 
 impl ModelGroupAlias {
@@ -239,5 +267,16 @@ mod tests {
         .unwrap();
         assert_eq!(r.model_group_alias["gpt-4"].group(), "gpt-4o");
         assert_eq!(r.model_group_alias["old"].group(), "gpt-4o-mini");
+        assert_eq!(
+            r.model_group_alias["old"],
+            ModelGroupAlias::Detailed {
+                model: "gpt-4o-mini".into(),
+                hidden: true
+            }
+        );
+        let e = serde_yaml_ng::from_str::<RouterSettings>("model_group_alias: {a: [1]}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected a model group name"), "{e}");
     }
 }
