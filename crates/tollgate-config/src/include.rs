@@ -44,6 +44,8 @@ enum Origin {
 pub(crate) struct Sources {
     pub files: Vec<Source>,
     origins: HashMap<String, Origin>,
+    /// Keys repeated in their mapping: `(file index, path inside that file)`.
+    pub duplicates: Vec<(usize, KeyPath)>,
 }
 
 /// Reads an included file.
@@ -58,6 +60,7 @@ impl Sources {
                 text: text.to_string(),
             }],
             origins: HashMap::new(),
+            duplicates: Vec::new(),
         }
     }
 
@@ -97,6 +100,17 @@ impl Sources {
         &self.files[self.origin(path).0].name
     }
 
+    /// The name and 1-based `(line, column)` of `path` inside file `file` (not a merged path).
+    pub(crate) fn locate_in(
+        &self,
+        file: usize,
+        path: &KeyPath,
+        mode: Mode,
+    ) -> (&str, Option<(usize, usize)>) {
+        let f = &self.files[file];
+        (&f.name, locate(&f.text, path, mode))
+    }
+
     /// The file and 1-based `(line, column)` of a merged path.
     pub(crate) fn locate(&self, path: &KeyPath, mode: Mode) -> (&str, Option<(usize, usize)>) {
         let (src, local) = self.origin(path);
@@ -105,15 +119,16 @@ impl Sources {
     }
 }
 
-/// Parses one YAML document (with `<<` merge keys applied).
-pub(crate) fn parse(text: &str, name: &str) -> Result<Value, ConfigError> {
-    let mut v: Value = serde_yaml_ng::from_str(text).map_err(|e| {
+/// Parses one YAML document (with `<<` merge keys applied); returns it and the paths of keys
+/// repeated in their mapping (the last value is kept, as PyYAML does).
+pub(crate) fn parse(text: &str, name: &str) -> Result<(Value, Vec<KeyPath>), ConfigError> {
+    let (mut v, dups) = crate::yaml_value::parse_value(text).map_err(|e| {
         let loc = e.location().map(|l| (l.line(), l.column()));
         ConfigError::new(ErrorKind::Syntax, name, strip_location(&e.to_string())).at(loc)
     })?;
     v.apply_merge()
         .map_err(|e| ConfigError::new(ErrorKind::Syntax, name, strip_location(&e.to_string())))?;
-    Ok(v)
+    Ok((v, dups))
 }
 
 /// The `include:` entries of a parsed file.
@@ -207,7 +222,10 @@ pub(crate) fn resolve_includes(
             name: name.clone(),
             text,
         });
-        let mut included = parse(&sources.files[idx].text, &name)?;
+        let (mut included, dups) = parse(&sources.files[idx].text, &name)?;
+        sources
+            .duplicates
+            .extend(dups.into_iter().map(|d| (idx, d)));
         for e in include_entries(&included, &sources.files[idx])? {
             pending.push((e, idx));
         }
@@ -355,7 +373,7 @@ mod tests {
             ),
         ];
         let mut s = Sources::single("cfg/config.yaml", root_text);
-        let root = parse(root_text, "cfg/config.yaml").unwrap();
+        let (root, _) = parse(root_text, "cfg/config.yaml").unwrap();
         let merged = resolve_includes(root, &mut s, &reader(files)).unwrap();
         let names: Vec<&str> = merged["model_list"]
             .as_sequence()
@@ -388,7 +406,7 @@ mod tests {
     fn missing_include_is_an_io_error_at_the_include_key() {
         let root_text = "model_list: []\ninclude:\n  - nope.yaml\n";
         let mut s = Sources::single("config.yaml", root_text);
-        let root = parse(root_text, "config.yaml").unwrap();
+        let (root, _) = parse(root_text, "config.yaml").unwrap();
         let e = resolve_includes(root, &mut s, &reader(&[])).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Io);
         assert!(

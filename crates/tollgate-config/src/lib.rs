@@ -64,6 +64,7 @@ pub mod redact;
 mod secret;
 mod settings;
 mod validate;
+mod yaml_value;
 
 pub use config::Config;
 pub use error::{ConfigError, ErrorKind};

@@ -94,7 +94,8 @@ pub(crate) fn load_with_reader(
         scrub: Vec::new(),
         located_warnings: std::cell::Cell::new(0),
     };
-    let root = parse(text, source_name)?;
+    let (root, root_dups) = parse(text, source_name)?;
+    ctx.sources.duplicates = root_dups.into_iter().map(|d| (0, d)).collect();
     let mut warnings = Vec::new();
     if root.is_null() {
         warnings.push(format!(
@@ -111,6 +112,13 @@ pub(crate) fn load_with_reader(
         .at(Some((1, 1))));
     }
     let mut root = resolve_includes(root, &mut ctx.sources, read)?;
+    for (file, path) in &ctx.sources.duplicates {
+        let (name, loc) = ctx.sources.locate_in(*file, path, Mode::Key);
+        let loc = loc.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default();
+        warnings.push(format!(
+            "{name}{loc}: {path}: key appears more than once in its mapping; the last value is used (as LiteLLM's YAML loader does)"
+        ));
+    }
     let id_bases = id_bases(&root);
 
     // 1. environment_variables, resolved against the process environment only. The section

@@ -427,3 +427,17 @@ fn many_warnings_stay_cheap_and_keep_their_key_path() {
         unset[50]
     );
 }
+
+#[test]
+fn repeated_keys_load_like_pyyaml_with_a_warning() {
+    let y = "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n      rpm: 1\n      rpm: 2\n";
+    let l = load_str(y, "config.yaml", &env).unwrap();
+    assert_eq!(l.config.model_list[0].litellm_params.rpm, Some(2));
+    assert!(
+        l.warnings.iter().any(|w| w.starts_with(
+            "config.yaml:5:7: model_list[0].litellm_params.rpm: key appears more than once in its mapping; the last value is used"
+        )),
+        "{:?}",
+        l.warnings
+    );
+}
