@@ -128,6 +128,24 @@ pub fn write_anthropic_stream_error(out: &mut BytesMut, error_type: &str, messag
     );
 }
 
+/// OpenAI Responses stream-level error event: `event: error` with
+/// `{"type":"error","code","message","param":null,"sequence_number"}` (Responses streaming
+/// reference). For a stream the gateway relays itself (passthrough) and must end early;
+/// translated streams end with `response.failed` from their translator instead.
+pub fn write_responses_stream_error(
+    out: &mut BytesMut,
+    sequence_number: u64,
+    code: &str,
+    message: &str,
+) {
+    sse_out::event(
+        out,
+        "error",
+        &json!({"type": "error", "code": code, "message": message, "param": null,
+                "sequence_number": sequence_number}),
+    );
+}
+
 /// Anthropic error type for an OpenAI error object seen mid-stream: `rate_limit_*` →
 /// `rate_limit_error`, code/type mentioning overload → `overloaded_error`, else `api_error`.
 pub fn anthropic_type_for_openai_error(error: &Value) -> &'static str {
@@ -205,6 +223,28 @@ mod tests {
             "request_too_large"
         );
         assert_eq!(env.message, "too big");
+    }
+
+    #[test]
+    fn stream_error_events() {
+        let mut out = BytesMut::new();
+        write_anthropic_stream_error(&mut out, "overloaded_error", "Overloaded");
+        assert_eq!(
+            &out[..],
+            b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"
+        );
+        out.clear();
+        write_openai_stream_error(&mut out, "boom", Some("api_error"));
+        assert_eq!(
+            &out[..],
+            b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n"
+        );
+        out.clear();
+        write_responses_stream_error(&mut out, 7, "server_error", "boom");
+        assert_eq!(
+            &out[..],
+            b"event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\",\"param\":null,\"sequence_number\":7}\n\n"
+        );
     }
 
     #[test]

@@ -302,3 +302,74 @@ fn unreadable_event_becomes_error_chunk() {
     );
     assert_eq!(evs[1]["error"]["type"], "server_error");
 }
+
+#[test]
+fn b10_cumulative_usage_counted_once() {
+    let input = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_b10\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":64,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":13}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":20}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    let mut t = translator(true)();
+    let out = run_pieces(&mut t, &[input.as_bytes()]);
+    let chunks = json_events(&out);
+    let usages: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|c| c.get("usage"))
+        .filter(|u| !u.is_null())
+        .collect();
+    assert_eq!(usages.len(), 1, "one usage chunk");
+    assert_eq!(
+        (
+            usages[0]["prompt_tokens"].as_u64(),
+            usages[0]["completion_tokens"].as_u64()
+        ),
+        (Some(64), Some(20))
+    );
+    let finishes: Vec<&str> = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["finish_reason"].as_str())
+        .collect();
+    assert_eq!(finishes, ["length"]);
+    assert_eq!((t.usage().input_tokens, t.usage().output_tokens), (64, 20));
+}
+
+#[test]
+fn signed_thinking_streams_as_a_complete_block_the_request_accepts_back() {
+    let mut t = translator(false)();
+    let out = run_pieces(
+        &mut t,
+        &[&fixture_bytes(
+            "anthropic/messages/thinking_tools.stream.sse",
+        )],
+    );
+    let chunks = json_events(&out);
+    let blocks: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"].get("thinking_blocks"))
+        .collect();
+    assert_eq!(blocks.len(), 1);
+    let full = fixture("anthropic/messages/thinking_tools.response.json");
+    assert_eq!(
+        blocks[0][0], full["content"][0],
+        "thinking text and signature intact"
+    );
+    assert!(chunks.iter().all(|c| {
+        c["choices"][0]["delta"]
+            .get("content")
+            .is_none_or(|v| v == "")
+    }));
+
+    // Next turn: the client sends the assistant message back with thinking_blocks.
+    let next = json!({"model":"claude-sonnet-4-5","messages":[
+        {"role":"user","content":"Weather in Paris?"},
+        {"role":"assistant","content":null,"thinking_blocks":blocks[0],
+         "tool_calls":[{"id":"toolu_mock_weather_01","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"unit\":\"celsius\"}"}}]},
+        {"role":"tool","tool_call_id":"toolu_mock_weather_01","content":"{\"temp_c\":18}"}]});
+    let req = request(&next, &RequestOptions::default()).unwrap();
+    assert_eq!(req["messages"][1]["content"][0], full["content"][0]);
+}

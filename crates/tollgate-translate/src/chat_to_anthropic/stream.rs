@@ -42,11 +42,16 @@ enum Block {
 /// - `text_delta` → `{"content"}`; `tool_use` start → a tool-call chunk with `index` counting
 ///   tool calls from 0 (not the block index), `id`, `name`, `arguments: ""`;
 ///   `input_json_delta` → `{"index","function":{"arguments"}}` for each non-empty fragment, as it
-///   arrives; `thinking_delta` → `{"reasoning_content"}` (unless dropped); signatures, `ping`,
-///   `content_block_stop` and unknown events → nothing.
-/// - `message_delta` → finish chunk (`delta: {}`, `finish_reason` mapped from `stop_reason`);
-///   its usage is cumulative and replaces the previous values.
-/// - `message_stop` → usage chunk if `include_usage`, then `data: [DONE]`.
+///   arrives; `ping`, `content_block_stop` and unknown events → nothing.
+/// - thinking (unless [`StreamOptions::drop_reasoning`]; never in `content`): `thinking_delta`
+///   → `{"reasoning_content"}`; at its `signature_delta`, the complete block
+///   `{"thinking_blocks":[{"type":"thinking","thinking","signature"}]}` in one chunk, and a
+///   `redacted_thinking` block likewise, so a client can send the signed blocks back on the next
+///   turn (LiteLLM's convention, read by [`super::request`]).
+/// - `message_delta` → `stop_reason` and usage remembered (usage values are cumulative and
+///   replace the previous ones; field failure B10).
+/// - `message_stop` → finish chunk (`delta: {}`, `finish_reason` mapped from `stop_reason`),
+///   usage chunk if `include_usage`, then `data: [DONE]`.
 /// - `error` → `data: {"error":{...}}` and the stream ends without `[DONE]`.
 /// - EOF before `message_stop` ([`StreamTranslator::finish`]) → an error chunk too, never a
 ///   silent clean end.
@@ -57,6 +62,8 @@ pub struct StreamTranslator {
     model: String,
     blocks: Vec<Block>,
     tool_calls: u32,
+    /// Text of the thinking block being streamed, for its `thinking_blocks` entry.
+    thinking: String,
     usage: Usage,
     stop_reason: Option<String>,
     finish_reason: Option<&'static str>,
@@ -91,6 +98,8 @@ struct Delta<'a> {
     #[serde(default, borrow)]
     thinking: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
     stop_reason: Option<Cow<'a, str>>,
 }
 
@@ -106,6 +115,9 @@ struct ContentBlock<'a> {
     input: Option<Value>,
     #[serde(default, borrow)]
     text: Option<Cow<'a, str>>,
+    /// `redacted_thinking` payload.
+    #[serde(default, borrow)]
+    data: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -155,6 +167,21 @@ struct ChunkDelta<'a> {
     reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<[ToolCall<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_blocks: Option<[ThinkingBlock<'a>; 1]>,
+}
+
+/// A complete Anthropic thinking block (LiteLLM's `thinking_blocks` convention).
+#[derive(Serialize)]
+struct ThinkingBlock<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signature: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -183,6 +210,7 @@ impl StreamTranslator {
             model: String::new(),
             blocks: Vec::new(),
             tool_calls: 0,
+            thinking: String::new(),
             usage: Usage::default(),
             stop_reason: None,
             finish_reason: None,
@@ -261,7 +289,28 @@ impl StreamTranslator {
                         self.tool_chunk(out, k, block.id.as_deref(), block.name.as_deref(), &args);
                         Block::Tool(k)
                     }
-                    "thinking" => Block::Thinking,
+                    "thinking" => {
+                        self.thinking.clear();
+                        Block::Thinking
+                    }
+                    "redacted_thinking" => {
+                        if !self.opts.drop_reasoning {
+                            let tb = ThinkingBlock {
+                                ty: "redacted_thinking",
+                                thinking: None,
+                                signature: None,
+                                data: Some(block.data.as_deref().unwrap_or("")),
+                            };
+                            self.delta_chunk(
+                                out,
+                                ChunkDelta {
+                                    thinking_blocks: Some([tb]),
+                                    ..Default::default()
+                                },
+                            );
+                        }
+                        Block::Other
+                    }
                     _ => Block::Other,
                 };
                 if kind == Block::Text
@@ -302,10 +351,9 @@ impl StreamTranslator {
                             self.tool_chunk(out, k, None, None, p);
                         }
                     }
-                    Block::Thinking => {
-                        if let Some(t) = delta.thinking.as_deref().filter(|t| !t.is_empty())
-                            && !self.opts.drop_reasoning
-                        {
+                    Block::Thinking if !self.opts.drop_reasoning => {
+                        if let Some(t) = delta.thinking.as_deref().filter(|t| !t.is_empty()) {
+                            self.thinking.push_str(t);
                             self.delta_chunk(
                                 out,
                                 ChunkDelta {
@@ -314,7 +362,24 @@ impl StreamTranslator {
                                 },
                             );
                         }
+                        if let Some(sig) = delta.signature.as_deref() {
+                            let tb = ThinkingBlock {
+                                ty: "thinking",
+                                thinking: Some(&self.thinking),
+                                signature: Some(sig),
+                                data: None,
+                            };
+                            self.delta_chunk(
+                                out,
+                                ChunkDelta {
+                                    thinking_blocks: Some([tb]),
+                                    ..Default::default()
+                                },
+                            );
+                            self.thinking.clear();
+                        }
                     }
+                    Block::Thinking => {}
                     Block::Other => {}
                 }
             }
@@ -324,20 +389,21 @@ impl StreamTranslator {
                     self.usage.merge_anthropic(u);
                 }
                 if let Some(sr) = ev.delta.and_then(|d| d.stop_reason) {
-                    let finish = finish_reason_from_stop_reason(&sr);
+                    self.finish_reason = Some(finish_reason_from_stop_reason(&sr));
                     self.stop_reason = Some(sr.into_owned());
-                    self.finish_reason = Some(finish);
-                    let choice = [Choice {
-                        index: 0,
-                        delta: ChunkDelta::default(),
-                        logprobs: None,
-                        finish_reason: Some(finish),
-                    }];
-                    self.write_chunk(out, &choice, None);
                 }
             }
             "message_stop" => {
                 self.ensure_started(out);
+                // One finish chunk, whatever number of (cumulative) message_delta events came.
+                let finish = *self.finish_reason.get_or_insert("stop");
+                let choice = [Choice {
+                    index: 0,
+                    delta: ChunkDelta::default(),
+                    logprobs: None,
+                    finish_reason: Some(finish),
+                }];
+                self.write_chunk(out, &choice, None);
                 if self.opts.include_usage {
                     let usage = self.usage.to_openai_chat();
                     self.write_chunk(out, &[], Some(&usage));
