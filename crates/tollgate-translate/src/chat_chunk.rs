@@ -12,6 +12,8 @@ pub(crate) struct ChatChunk<'a> {
     pub id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub model: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub created: Option<u64>,
     #[serde(default, borrow)]
     pub choices: Option<Vec<ChunkChoice<'a>>>,
     #[serde(default)]

@@ -10,6 +10,8 @@
 //! - [`responses_to_chat`]: OpenAI Responses client, OpenAI Chat upstream.
 //! - [`responses_to_anthropic`]: OpenAI Responses client, Anthropic upstream, by chaining the
 //!   two translations above (Responses ⇄ Chat ⇄ Anthropic).
+//! - [`completions_to_chat`], [`completions_to_anthropic`]: legacy `/v1/completions` clients
+//!   (one prompt → one user message), the latter chained through [`chat_to_anthropic`].
 //!
 //! Shared pieces: [`usage::Usage`] (normalized token counts), [`errors`] (upstream errors in the
 //! client's dialect), [`options::RequestOptions`].
@@ -24,6 +26,8 @@ pub mod anthropic_to_chat;
 mod chat_chunk;
 pub mod chat_to_anthropic;
 mod common;
+pub mod completions_to_anthropic;
+pub mod completions_to_chat;
 mod error;
 pub mod errors;
 pub mod options;

@@ -373,3 +373,83 @@ fn signed_thinking_streams_as_a_complete_block_the_request_accepts_back() {
     let req = request(&next, &RequestOptions::default()).unwrap();
     assert_eq!(req["messages"][1]["content"][0], full["content"][0]);
 }
+
+#[test]
+fn unicode_stream_at_the_fixture_flush_offsets() {
+    // The mock flushes at these offsets, inside multi-byte characters and `data:` prefixes.
+    for (input, splits, make) in [
+        (
+            "anthropic/messages/unicode.stream.sse",
+            "anthropic/messages/unicode.stream.splits.json",
+            0,
+        ),
+        (
+            "openai/chat/unicode.stream.sse",
+            "openai/chat/unicode.stream.splits.json",
+            1,
+        ),
+    ] {
+        let bytes = fixture_bytes(input);
+        let offsets: Vec<usize> = serde_json::from_value(fixture(splits)).unwrap();
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for &o in &offsets {
+            pieces.push(&bytes[start..o]);
+            start = o;
+        }
+        pieces.push(&bytes[start..]);
+        let (whole, split) = if make == 0 {
+            (
+                run_pieces(&mut translator(false)(), &[&bytes]),
+                run_pieces(&mut translator(false)(), &pieces),
+            )
+        } else {
+            use tollgate_translate::anthropic_to_chat::StreamTranslator as A;
+            (
+                run_pieces(&mut A::new(), &[&bytes]),
+                run_pieces(&mut A::new(), &pieces),
+            )
+        };
+        assert_eq!(whole, split, "{input}");
+        let text: String = json_events(&whole)
+            .iter()
+            .filter_map(|e| {
+                e["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .or(e["delta"]["text"].as_str())
+                    .map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(
+            text, "Unicode check: 你好世界 🚀✨ café — naïve 日本語 👩\u{200d}💻 done.",
+            "{input}"
+        );
+    }
+}
+
+#[test]
+fn legacy_completions_over_anthropic() {
+    use tollgate_translate::completions_to_anthropic as c;
+    let req = c::request(&json!({"model":"claude-3-haiku","prompt":"Say hello.","max_tokens":64,"stop":["\n\nEND"],"user":"u1","stream":true}), &RequestOptions::default()).unwrap();
+    assert_eq!(
+        req,
+        json!({"model":"claude-3-haiku","max_tokens":64,"stop_sequences":["\n\nEND"],"messages":[{"role":"user","content":"Say hello."}],"metadata":{"user_id":"u1"},"stream":true})
+    );
+    let resp = c::response(&fixture("anthropic/messages/text.response.json"), CREATED).unwrap();
+    assert_eq!(resp["object"], "text_completion");
+    assert_eq!(
+        resp["choices"][0]["text"],
+        "Hello from the Anthropic mock. Blocks arrived in order."
+    );
+    assert_eq!(resp["usage"]["prompt_tokens"], 1197);
+    let input = fixture_bytes("anthropic/messages/text.stream.sse");
+    let out = run_all_splits(|| c::StreamTranslator::new(true, CREATED), &input);
+    check_bytes("chat_to_anthropic/completions_text.usage.stream.sse", &out);
+    let chunks = json_events(&out);
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["text"].as_str())
+        .collect();
+    assert_eq!(text, resp["choices"][0]["text"]);
+    assert_eq!(chunks.last().unwrap()["usage"], resp["usage"]);
+}

@@ -89,14 +89,19 @@ pub fn request(chat: &Value, opts: &RequestOptions) -> Result<Value, TranslateEr
     }
     out.insert("max_tokens".into(), max_tokens.into());
 
-    match req.get("stop") {
-        Some(Value::String(s)) => {
-            out.insert("stop_sequences".into(), json!([s]));
-        }
-        Some(Value::Array(list)) if !list.is_empty() => {
-            out.insert("stop_sequences".into(), Value::Array(list.clone()));
-        }
-        _ => {}
+    // Anthropic rejects empty stop sequences; OpenAI ignores them.
+    let stops: Vec<&Value> = match req.get("stop") {
+        Some(s @ Value::String(_)) => vec![s],
+        Some(Value::Array(list)) => list.iter().collect(),
+        _ => Vec::new(),
+    };
+    let stops: Vec<Value> = stops
+        .into_iter()
+        .filter(|s| s.as_str().is_some_and(|s| !s.is_empty()))
+        .cloned()
+        .collect();
+    if !stops.is_empty() {
+        out.insert("stop_sequences".into(), Value::Array(stops));
     }
 
     let converted = convert_messages(messages)?;

@@ -124,7 +124,8 @@ impl_feed!(
     tollgate_translate::chat_to_anthropic::StreamTranslator,
     tollgate_translate::anthropic_to_chat::StreamTranslator,
     tollgate_translate::responses_to_chat::StreamTranslator,
-    tollgate_translate::responses_to_anthropic::StreamTranslator
+    tollgate_translate::responses_to_anthropic::StreamTranslator,
+    tollgate_translate::completions_to_anthropic::StreamTranslator
 );
 
 /// Feeds `input` cut into the given pieces through a framer and `t`; returns the client bytes.

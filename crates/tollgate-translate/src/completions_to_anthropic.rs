@@ -1,0 +1,104 @@
+//! For a legacy Completions client (`/v1/completions`) calling an `anthropic/` deployment, by
+//! chaining Completions → Chat ([`crate::completions_to_chat`]) → Anthropic
+//! ([`crate::chat_to_anthropic`]), as [`crate::responses_to_anthropic`] does.
+
+use bytes::{Buf, BytesMut};
+use serde_json::Value;
+use tollgate_protocol::ParsedEvent;
+
+use crate::usage::Usage;
+use crate::{
+    RequestOptions, StreamOutcome, TranslateError, chat_to_anthropic, completions_to_chat,
+};
+
+/// Completions request → Anthropic Messages request (errors from either step; `n > 1` is a 400).
+pub fn request(req: &Value, opts: &RequestOptions) -> Result<Value, TranslateError> {
+    chat_to_anthropic::request(&completions_to_chat::request(req)?, opts)
+}
+
+/// Anthropic message → `text_completion`; `created` in Unix seconds.
+pub fn response(msg: &Value, created: u64) -> Result<Value, TranslateError> {
+    completions_to_chat::response(&chat_to_anthropic::response(msg, created)?)
+}
+
+/// Anthropic events → `text_completion` chunks.
+#[derive(Debug)]
+pub struct StreamTranslator {
+    inner: chat_to_anthropic::StreamTranslator,
+    outer: completions_to_chat::StreamTranslator,
+    scratch: BytesMut,
+}
+
+impl StreamTranslator {
+    /// A translator for one stream: `include_usage` as the client asked, `created` in Unix
+    /// seconds.
+    pub fn new(include_usage: bool, created: u64) -> Self {
+        Self {
+            inner: chat_to_anthropic::StreamTranslator::new(chat_to_anthropic::StreamOptions {
+                include_usage: true,
+                created,
+                drop_reasoning: true,
+            }),
+            outer: completions_to_chat::StreamTranslator::new(include_usage),
+            scratch: BytesMut::with_capacity(512),
+        }
+    }
+
+    /// Feeds one upstream Anthropic SSE event; output is appended to `out`.
+    pub fn feed(
+        &mut self,
+        event: &ParsedEvent<'_>,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if !event.has_data {
+            return Ok(());
+        }
+        self.feed_str(event.event, &event.data, out)
+    }
+
+    /// Feeds one upstream event as `event:` name and `data:` text.
+    pub fn feed_str(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        let res = self.inner.feed_str(event, data, &mut self.scratch);
+        self.drain(out);
+        res
+    }
+
+    /// Ends the stream at upstream EOF.
+    pub fn finish(&mut self, out: &mut BytesMut) {
+        self.inner.finish(&mut self.scratch);
+        self.drain(out);
+        self.outer.finish(out);
+    }
+
+    /// Usage seen so far, for billing.
+    pub fn usage(&self) -> Usage {
+        self.inner.usage()
+    }
+
+    /// The OpenAI `finish_reason` sent to the client, once known.
+    pub fn finish_reason(&self) -> Option<&'static str> {
+        self.inner.finish_reason()
+    }
+
+    /// How the stream ended, as the client saw it.
+    pub fn outcome(&self) -> StreamOutcome {
+        self.inner.outcome()
+    }
+
+    fn drain(&mut self, out: &mut BytesMut) {
+        while let Some(end) = self.scratch.windows(2).position(|w| w == b"\n\n") {
+            let frame = self.scratch.split_to(end);
+            self.scratch.advance(2);
+            if let Some(data) = frame.strip_prefix(b"data: ")
+                && let Ok(text) = std::str::from_utf8(data)
+            {
+                let _ = self.outer.feed_str(None, text, out);
+            }
+        }
+    }
+}
