@@ -12,8 +12,9 @@ pub(crate) struct ChatChunk<'a> {
     pub id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub model: Option<Cow<'a, str>>,
+    /// Unix seconds; some servers send a float, so read as a number of any kind.
     #[serde(default)]
-    pub created: Option<u64>,
+    pub created: Option<f64>,
     #[serde(default, borrow)]
     pub choices: Option<Vec<ChunkChoice<'a>>>,
     #[serde(default)]
@@ -30,6 +31,13 @@ pub(crate) struct ChunkChoice<'a> {
     pub delta: Option<ChunkDelta<'a>>,
     #[serde(default, borrow)]
     pub finish_reason: Option<Cow<'a, str>>,
+}
+
+impl ChunkChoice<'_> {
+    /// `finish_reason`, treating `""` (sent by some servers on every chunk) as absent.
+    pub fn finish(&self) -> Option<&str> {
+        self.finish_reason.as_deref().filter(|f| !f.is_empty())
+    }
 }
 
 #[derive(Deserialize)]

@@ -227,7 +227,7 @@ impl StreamTranslator {
         }
         let id = chunk.id.as_deref().unwrap_or("");
         let model = chunk.model.as_deref().unwrap_or("");
-        let created = chunk.created.unwrap_or(0);
+        let created = chunk.created.map_or(0, |c| c as u64);
         if let Some(u) = chunk.usage.as_ref().filter(|u| u.is_object()) {
             self.usage = Usage::from_openai_chat(u);
             if self.include_usage {

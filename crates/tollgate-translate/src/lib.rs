@@ -16,6 +16,36 @@
 //! Shared pieces: [`usage::Usage`] (normalized token counts), [`errors`] (upstream errors in the
 //! client's dialect), [`options::RequestOptions`].
 //!
+//! A stream is translated by framing upstream bytes with [`tollgate_protocol::SseFramer`] and
+//! feeding each event; the output is ready-to-send SSE bytes in the client's dialect:
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use tollgate_protocol::SseFramer;
+//! use tollgate_translate::chat_to_anthropic::{StreamOptions, StreamTranslator};
+//!
+//! let upstream: &[&[u8]] = &[
+//!     b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"claude\",\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":2}}\n\nevent: mess",
+//!     b"age_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+//! ];
+//! let mut framer = SseFramer::new(1 << 20);
+//! let mut t = StreamTranslator::new(StreamOptions { include_usage: true, created: 0, drop_reasoning: false });
+//! let mut to_client = BytesMut::new();
+//! for read in upstream {
+//!     framer.push(read);
+//!     while let Some(raw) = framer.next_event().unwrap() {
+//!         // On Err the client-dialect error event is already in `to_client`: send it and stop.
+//!         t.feed(&raw.parse().unwrap(), &mut to_client).unwrap();
+//!     }
+//! }
+//! t.finish(&mut to_client); // at upstream EOF: an error event if the stream was cut short
+//! let text = std::str::from_utf8(&to_client).unwrap();
+//! assert!(text.contains(r#""delta":{"content":"Hi"}"#));
+//! assert!(text.ends_with("data: [DONE]\n\n"));
+//! assert_eq!((t.usage().input_tokens, t.usage().output_tokens), (5, 2));
+//! assert_eq!(t.finish_reason(), Some("stop"));
+//! ```
+//!
 //! Same-dialect traffic is passthrough and never comes here. Fields with no mapping in the
 //! target dialect are dropped (each `request` function lists them), except those whose loss
 //! would change the answer (`n > 1`, audio input, file references): they are a 400

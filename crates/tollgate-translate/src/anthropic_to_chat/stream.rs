@@ -230,7 +230,7 @@ impl StreamTranslator {
                     }
                 }
             }
-            if let Some(fr) = &choice.finish_reason {
+            if let Some(fr) = choice.finish() {
                 self.close(out);
                 self.finish_reason = Some(fr.to_string());
             }

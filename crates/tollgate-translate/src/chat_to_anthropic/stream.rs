@@ -26,6 +26,9 @@ pub struct StreamOptions {
     pub drop_reasoning: bool,
 }
 
+/// Bound on an upstream content-block index: a hostile index must not size a buffer.
+const MAX_BLOCKS: usize = 4096;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Block {
     Text,
@@ -246,7 +249,13 @@ impl StreamTranslator {
         if self.outcome != StreamOutcome::InProgress || data.trim().is_empty() {
             return Ok(());
         }
-        let ev: Event<'_> = match serde_json::from_str(data) {
+        let parsed = serde_json::from_str::<Event<'_>>(data)
+            .map_err(|e| e.to_string())
+            .and_then(|ev| match ev.index {
+                Some(i) if i >= MAX_BLOCKS => Err(format!("content block index {i} out of range")),
+                _ => Ok(ev),
+            });
+        let ev = match parsed {
             Ok(ev) => ev,
             Err(e) => {
                 let msg = format!("upstream sent an unreadable event: {e}");
