@@ -132,16 +132,26 @@ pub async fn run(cfg: &HarnessConfig) -> Result<Sweep, BenchError> {
         gateways: Vec::new(),
     };
     for def in &cfg.gateways {
-        let outcome = match run_gateway(cfg, def, &upstream.url, &direct, &mut sweep.runs).await {
-            Ok(o) => o,
-            Err(e) => GatewayOutcome {
-                name: def.name.clone(),
-                status: "failed".into(),
-                detail: e.to_string(),
-                version: None,
-                config: None,
-            },
+        let mut outcome = GatewayOutcome {
+            name: def.name.clone(),
+            status: "unavailable".into(),
+            detail: String::new(),
+            version: None,
+            config: None,
         };
+        if let Err(e) = run_gateway(
+            cfg,
+            def,
+            &upstream.url,
+            &direct,
+            &mut sweep.runs,
+            &mut outcome,
+        )
+        .await
+        {
+            outcome.status = "failed".into();
+            outcome.detail = e.to_string();
+        }
         eprintln!(
             "[bench] {}: {} {}",
             outcome.name, outcome.status, outcome.detail
@@ -228,14 +238,8 @@ async fn run_gateway(
     upstream_url: &str,
     direct: &Workload,
     runs: &mut Vec<RunRecord>,
-) -> Result<GatewayOutcome, BenchError> {
-    let mut outcome = GatewayOutcome {
-        name: def.name.clone(),
-        status: "unavailable".into(),
-        detail: String::new(),
-        version: None,
-        config: None,
-    };
+    outcome: &mut GatewayOutcome,
+) -> Result<(), BenchError> {
     if !def.supports(cfg.scenario) {
         outcome.detail = format!(
             "scenario {} is not in its capabilities ({})",
@@ -247,7 +251,7 @@ async fn run_gateway(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        return Ok(outcome);
+        return Ok(());
     }
     let ph = placeholders(cfg, def, upstream_url)?;
     // `$NAME` candidates are read from the environment (skipped when unset or empty).
@@ -262,7 +266,7 @@ async fn run_gateway(
     let Some(program) = process::find_program(&candidates) else {
         outcome.status = "skipped".into();
         outcome.detail = format!("not installed (looked for {})", candidates.join(", "));
-        return Ok(outcome);
+        return Ok(());
     };
     outcome.version = process::version_of(&program, &def.version_args, Duration::from_secs(60));
     let workdir = PathBuf::from(ph.render("{workdir}"));
@@ -305,6 +309,14 @@ async fn run_gateway(
         headers
     };
     let gw = build_workload(cfg, headers)?;
+    probe(
+        def,
+        &base,
+        &gw,
+        cfg.request_timeout.max(Duration::from_secs(60)),
+        &proc_,
+    )
+    .await?;
     let top = cfg.levels.iter().copied().max().unwrap_or(1);
     eprintln!("[bench] {}: healthy on {base}, warming up", def.name);
     let warm = driver::run(
@@ -321,16 +333,13 @@ async fn run_gateway(
         },
     )
     .await?;
-    if warm.requests == 0 && !cfg.gateway_warmup.is_zero() {
-        return Err(BenchError::Process {
-            name: def.name.clone(),
-            reason: format!(
-                "no successful request during warm-up ({} errors, first: {}); log:\n{}",
-                warm.errors,
-                warm.first_error.unwrap_or_default(),
-                proc_.log_tail(20)
-            ),
-        });
+    if warm.errors > 0 {
+        eprintln!(
+            "[bench] {}: {} errors during warm-up (first: {})",
+            def.name,
+            warm.errors,
+            warm.first_error.unwrap_or_default()
+        );
     }
     for &level in &cfg.levels {
         for repeat in 1..=cfg.repeats.max(1) {
@@ -369,7 +378,48 @@ async fn run_gateway(
     }
     proc_.stop();
     outcome.status = "measured".into();
-    Ok(outcome)
+    Ok(())
+}
+
+/// Sends the workload's first request once through the gateway and fails
+/// with the status and body when it is not 2xx: a misconfigured gateway is
+/// reported instead of being measured as a fast error source.
+async fn probe(
+    def: &GatewayDef,
+    base: &str,
+    w: &Workload,
+    timeout: Duration,
+    proc_: &Managed,
+) -> Result<(), BenchError> {
+    let t = match w {
+        Workload::Single { templates, .. } => templates.first(),
+        Workload::Session { turns } => turns.first(),
+    };
+    let Some(t) = t else { return Ok(()) };
+    let headers: Vec<(String, String)> = t
+        .headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+        .filter(|(k, _)| k != "content-type")
+        .collect();
+    let url = format!("{base}{}", t.path);
+    let call = crate::client::call(t.method.clone(), &url, &headers, Some(t.body.clone()));
+    let fail = |reason: String| BenchError::Process {
+        name: def.name.clone(),
+        reason: format!("probe {url}: {reason}; log:\n{}", proc_.log_tail(20)),
+    };
+    match tokio::time::timeout(timeout, call).await {
+        Err(_) => Err(fail(format!("no answer within {timeout:?}"))),
+        Ok(Err(e)) => Err(fail(e)),
+        Ok(Ok((status, _))) if (200..300).contains(&status) => Ok(()),
+        Ok(Ok((status, body))) => {
+            let text = String::from_utf8_lossy(&body);
+            Err(fail(format!(
+                "HTTP {status}: {}",
+                text.chars().take(300).collect::<String>()
+            )))
+        }
+    }
 }
 
 fn placeholders(

@@ -204,8 +204,9 @@ pub async fn wait_healthy(
     })
 }
 
-/// Runs `program args` and returns the first non-empty line of its stdout or
-/// stderr (many tools print versions to stderr), waiting at most `timeout`.
+/// Runs `program args` and returns the first line of its stdout or stderr
+/// (many tools print versions to stderr) that mentions "version", else the
+/// first non-empty line, waiting at most `timeout`.
 pub fn version_of(program: &Path, args: &[String], timeout: Duration) -> Option<String> {
     if args.is_empty() {
         return None;
@@ -236,10 +237,16 @@ pub fn version_of(program: &Path, args: &[String], timeout: Duration) -> Option<
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    text.lines()
+    let lines: Vec<&str> = text
+        .lines()
         .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines
+        .iter()
+        .find(|l| l.to_ascii_lowercase().contains("version"))
+        .or(lines.first())
+        .map(|l| l.to_string())
 }
 
 #[cfg(test)]
