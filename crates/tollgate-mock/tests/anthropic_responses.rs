@@ -402,3 +402,90 @@ async fn chat_stream_usage_keys_match_fixture() {
     }
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn messages_thinking_then_tool_use_matches_fixture() {
+    let mock = start().await;
+    let body = json!({"model": "c", "max_tokens": 2048, "stream": true, "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+        "tool_choice": {"type": "any"}, "messages": [{"role": "user", "content": "Weather in Paris?"}]});
+    let ours = post(
+        &mock.base_url(),
+        "/v1/messages",
+        &[("x-mock-chunks", "4")],
+        &body,
+    )
+    .await
+    .sse_events();
+    let theirs = fixture_events("anthropic/messages/thinking_tools.stream.sse");
+    let names = |v: &[(String, Value)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    for ((n, d), (_, f)) in ours.iter().zip(&theirs) {
+        if n != "message_delta" {
+            assert_eq!(keys(d), keys(f), "{n}");
+        }
+        if n.starts_with("content_block") {
+            assert_eq!(d["index"], f["index"], "{n}");
+        }
+    }
+    let thinking: String = ours
+        .iter()
+        .filter_map(|(_, d)| d["delta"]["thinking"].as_str())
+        .collect();
+    assert_eq!(thinking, "Thinking about: Weather in Paris?");
+    // non-streaming: thinking block first, with the same signature scheme
+    let mut body = body;
+    body["stream"] = json!(false);
+    let v = post(&mock.base_url(), "/v1/messages", &[], &body)
+        .await
+        .json();
+    assert_eq!(v["content"][0]["type"], "thinking");
+    assert!(!v["content"][0]["signature"].as_str().unwrap().is_empty());
+    assert_eq!(v["content"][1]["type"], "tool_use");
+    let expected_out = ("Thinking about: Weather in Paris?".len() as u64).div_ceil(4)
+        + (("get_weather".len() + r#"{"city":"mock-city"}"#.len()) as u64).div_ceil(4);
+    assert_eq!(v["usage"]["output_tokens"], expected_out);
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn disconnect_recorded_on_every_streaming_route() {
+    use http_body_util::BodyExt;
+    let mock = start().await;
+    let routes = [
+        (
+            "/v1/chat/completions",
+            json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "x"}]}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "c", "max_tokens": 100, "stream": true, "messages": [{"role": "user", "content": "x"}]}),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "m", "stream": true, "input": "x"}),
+        ),
+    ];
+    for (path, body) in routes {
+        let req = http::Request::post(format!("{}{path}", mock.base_url()))
+            .header("x-mock-chunk-delay-ms", "40")
+            .header("x-mock-chunks", "50")
+            .body(http_body_util::Full::new(bytes::Bytes::from(
+                serde_json::to_vec(&body).unwrap(),
+            )))
+            .unwrap();
+        let resp = client().request(req).await.unwrap();
+        let mut b = resp.into_body();
+        b.frame().await.unwrap().unwrap();
+        b.frame().await.unwrap().unwrap();
+        drop(b);
+        let hung_up = tollgate_mock::observe::now_ms();
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        let obs = mock.drain_observations();
+        assert_eq!(obs.len(), 1, "{path}");
+        assert!(obs[0].client_disconnected, "{path}");
+        let lag = obs[0].client_disconnected_at.unwrap() - hung_up;
+        assert!(lag < 100.0, "{path}: noticed {lag} ms after hang-up");
+    }
+    mock.shutdown().await;
+}

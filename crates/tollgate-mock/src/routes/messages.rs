@@ -1,9 +1,15 @@
 //! `POST /v1/messages` (wire-formats.md §2): Anthropic Messages, non-streaming and SSE
 //! (`event: X\ndata: {...}\n\n`, `message_start` … `message_stop`), text or `tool_use` replies.
 //!
+//! With `thinking: {"type":"enabled"|"adaptive"}` (or a `*-thinking` model) the reply starts
+//! with a `thinking` block (`"Thinking about: <first 40 chars of the last user message>"`, a
+//! deterministic base64 signature), streamed as 3 `thinking_delta`s then one `signature_delta`,
+//! as in `fixtures/anthropic/messages/thinking_tools.stream.sse`; its tokens count as output.
+//!
 //! `message_delta.usage` is cumulative and complete (`input_tokens`, cache fields and
 //! `output_tokens`), as the current API sends it; `message_start.usage.output_tokens` is 1.
 
+use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -41,6 +47,30 @@ pub(crate) fn midstream_error_event() -> Bytes {
     )
 }
 
+/// A thinking block: text and signature.
+struct Thinking {
+    text: String,
+    signature: String,
+}
+
+fn thinking_for(ctx: &Ctx, last_user: Option<&str>) -> Option<Thinking> {
+    let kind = ctx.body.pointer("/thinking/type").and_then(Value::as_str);
+    if !(matches!(kind, Some("enabled" | "adaptive")) || ctx.model.ends_with("-thinking"))
+        || kind == Some("disabled")
+    {
+        return None;
+    }
+    let head: String = last_user.unwrap_or("").chars().take(40).collect();
+    let signature = base64::engine::general_purpose::STANDARD.encode(format!(
+        "tollgate-mock-signature-{}-not-valid-anywhere-else",
+        ctx.seq
+    ));
+    Some(Thinking {
+        text: format!("Thinking about: {head}"),
+        signature,
+    })
+}
+
 /// Handle a Messages request.
 pub(crate) fn handle(ctx: &Ctx) -> Reply {
     let body = ctx.body;
@@ -68,10 +98,13 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     } else {
         ("end_turn", Value::Null)
     };
+    let thinking = thinking_for(ctx, last_user.as_deref());
     let output = match &tool {
         Some(t) => synth::tokens_for_bytes(t.name.len() + t.arguments.len()),
         None => synth::tokens_for_bytes(text.len()),
-    };
+    } + thinking
+        .as_ref()
+        .map_or(0, |t| synth::tokens_for_bytes(t.text.len()));
     let usage = match ctx.behavior.usage {
         Some(o) => Usage {
             input: o.prompt_tokens,
@@ -89,13 +122,18 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     let id = format!("msg_mock_{}", ctx.seq);
     let tool_id = format!("toolu_mock_{}_0", ctx.seq);
     if !ctx.stream() {
-        let content = match &tool {
+        let mut content = Vec::with_capacity(2);
+        if let Some(th) = &thinking {
+            content
+                .push(json!({"type": "thinking", "thinking": th.text, "signature": th.signature}));
+        }
+        content.push(match &tool {
             Some(t) => {
                 let input: Value = serde_json::from_str(&t.arguments).unwrap_or(json!({}));
-                json!([{"type": "tool_use", "id": tool_id, "name": t.name, "input": input}])
+                json!({"type": "tool_use", "id": tool_id, "name": t.name, "input": input})
             }
-            None => json!([{"type": "text", "text": text}]),
-        };
+            None => json!({"type": "text", "text": text}),
+        });
         return Reply::Json(
             200,
             json!({"id": id, "type": "message", "role": "assistant", "model": ctx.model,
@@ -109,6 +147,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         &tool_id,
         &text,
         tool.as_ref(),
+        thinking.as_ref(),
         stop_reason,
         stop_sequence,
         usage,
@@ -122,6 +161,7 @@ fn stream(
     tool_id: &str,
     text: &str,
     tool: Option<&ToolCall>,
+    thinking: Option<&Thinking>,
     stop_reason: &str,
     stop_sequence: Value,
     usage: Usage,
@@ -134,15 +174,43 @@ fn stream(
             "model": ctx.model, "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": usage_json(start_usage)}}),
     ));
+    let mut index = 0u32;
+    if let Some(th) = thinking {
+        out.push(named_event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        ));
+        out.push(named_event("ping", &json!({"type": "ping"})));
+        for piece in synth::split_chars(&th.text, 3) {
+            out.push(named_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "thinking_delta", "thinking": piece}}),
+            ));
+        }
+        out.push(named_event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "signature_delta", "signature": th.signature}}),
+        ));
+        out.push(named_event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": 0}),
+        ));
+        index = 1;
+    }
     let block = match tool {
         Some(t) => json!({"type": "tool_use", "id": tool_id, "name": t.name, "input": {}}),
         None => json!({"type": "text", "text": ""}),
     };
     out.push(named_event(
         "content_block_start",
-        &json!({"type": "content_block_start", "index": 0, "content_block": block}),
+        &json!({"type": "content_block_start", "index": index, "content_block": block}),
     ));
-    out.push(named_event("ping", &json!({"type": "ping"})));
+    if thinking.is_none() {
+        out.push(named_event("ping", &json!({"type": "ping"})));
+    }
     let frags: Vec<&str> = match tool {
         Some(t) => {
             // The API's first input_json_delta is often empty.
@@ -168,7 +236,7 @@ fn stream(
         };
         out.push(named_event(
             "content_block_delta",
-            &json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
         ));
     }
     if midstream.is_some() {
@@ -177,7 +245,7 @@ fn stream(
     }
     out.push(named_event(
         "content_block_stop",
-        &json!({"type": "content_block_stop", "index": 0}),
+        &json!({"type": "content_block_stop", "index": index}),
     ));
     out.push(named_event(
         "message_delta",
