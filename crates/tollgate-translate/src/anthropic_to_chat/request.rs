@@ -29,8 +29,8 @@ use crate::options::{MaxTokensField, RequestOptions, reasoning_effort_for_budget
 ///   `stop_sequences` → `stop`; `temperature`, `top_p` kept; `metadata.user_id` → `user`;
 ///   `stream: true` → also `stream_options.include_usage: true` (the usage the Anthropic
 ///   client's `message_delta` needs).
-/// - `thinking.budget_tokens` → `reasoning_effort` when
-///   [`RequestOptions::thinking_to_reasoning_effort`] is set; `output_config.format`
+/// - `thinking.budget_tokens` → `reasoning_effort` ([`reasoning_effort_for_budget`]; `adaptive`
+///   → `medium`) when [`RequestOptions::thinking_to_reasoning_effort`] is set; `output_config.format`
 ///   `json_schema` → `response_format` `json_schema`.
 ///
 /// Dropped: `top_k`, `cache_control` everywhere, `service_tier`, `container`, `citations`, and
@@ -143,13 +143,18 @@ pub fn request(msg: &Value, opts: &RequestOptions) -> Result<Value, TranslateErr
 
     if opts.thinking_to_reasoning_effort
         && let Some(th) = req.get("thinking")
-        && th.get("type").and_then(Value::as_str) == Some("enabled")
     {
-        let budget = th.get("budget_tokens").and_then(Value::as_u64).unwrap_or(0);
-        out.insert(
-            "reasoning_effort".into(),
-            reasoning_effort_for_budget(budget).into(),
-        );
+        let effort = match th.get("type").and_then(Value::as_str) {
+            Some("enabled") => Some(reasoning_effort_for_budget(
+                th.get("budget_tokens").and_then(Value::as_u64).unwrap_or(0),
+            )),
+            // The model picks its own depth: the middle setting.
+            Some("adaptive") => Some("medium"),
+            _ => None,
+        };
+        if let Some(e) = effort {
+            out.insert("reasoning_effort".into(), e.into());
+        }
     }
     if let Some(format) = req.get("output_config").and_then(|c| c.get("format"))
         && format.get("type").and_then(Value::as_str) == Some("json_schema")
@@ -454,6 +459,45 @@ mod tests {
         )
         .unwrap();
         assert!(dropped["messages"][1].get("reasoning_content").is_none());
+    }
+
+    #[test]
+    fn thinking_config_becomes_reasoning_effort_only_when_enabled_for_the_deployment() {
+        let body = |t: Value| json!({"model":"m","max_tokens":5,"messages":[],"thinking":t});
+        let on = RequestOptions {
+            thinking_to_reasoning_effort: true,
+            ..Default::default()
+        };
+        let effort = |t: Value, o: &RequestOptions| {
+            request(&body(t), o)
+                .unwrap()
+                .get("reasoning_effort")
+                .cloned()
+        };
+        assert_eq!(
+            effort(json!({"type":"enabled","budget_tokens":2048}), &on),
+            Some(json!("low"))
+        );
+        assert_eq!(
+            effort(json!({"type":"enabled","budget_tokens":8000}), &on),
+            Some(json!("medium"))
+        );
+        assert_eq!(
+            effort(json!({"type":"enabled","budget_tokens":32000}), &on),
+            Some(json!("high"))
+        );
+        assert_eq!(
+            effort(json!({"type":"adaptive"}), &on),
+            Some(json!("medium"))
+        );
+        assert_eq!(effort(json!({"type":"disabled"}), &on), None);
+        assert_eq!(
+            effort(
+                json!({"type":"enabled","budget_tokens":8000}),
+                &RequestOptions::default()
+            ),
+            None
+        );
     }
 
     #[test]

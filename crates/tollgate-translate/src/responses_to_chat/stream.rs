@@ -21,6 +21,8 @@ enum Item {
     },
     Call {
         pos: u32,
+        /// `fc_...` item id.
+        item_id: String,
         call_id: String,
         name: String,
         arguments: String,
@@ -48,6 +50,8 @@ enum Item {
 #[derive(Debug)]
 pub struct StreamTranslator {
     response_id: String,
+    /// `msg_...` id of the message item.
+    msg_id: String,
     created_at: u64,
     completed_at: u64,
     request: Value,
@@ -91,6 +95,7 @@ impl StreamTranslator {
     pub fn new(ctx: &ResponseContext<'_>) -> Self {
         Self {
             response_id: ctx.response_id.to_owned(),
+            msg_id: message_item_id(ctx.response_id),
             created_at: ctx.created_at,
             completed_at: ctx.completed_at,
             request: ctx.request.clone(),
@@ -196,6 +201,7 @@ impl StreamTranslator {
                             );
                             self.items.push(Item::Call {
                                 pos,
+                                item_id: call_item_id(&call_id),
                                 call_id,
                                 name,
                                 arguments: String::new(),
@@ -208,18 +214,17 @@ impl StreamTranslator {
                         .and_then(|f| f.arguments.as_deref())
                         .filter(|a| !a.is_empty())
                         && let Item::Call {
-                            call_id, arguments, ..
+                            item_id, arguments, ..
                         } = &mut self.items[idx]
                     {
                         arguments.push_str(args);
-                        let item_id = call_item_id(call_id);
                         self.seq += 1;
                         sse_out::event(
                             out,
                             "response.function_call_arguments.delta",
                             &ArgsDelta {
                                 ty: "response.function_call_arguments.delta",
-                                item_id: &item_id,
+                                item_id,
                                 output_index: idx,
                                 delta: args,
                                 sequence_number: self.seq - 1,
@@ -329,7 +334,7 @@ impl StreamTranslator {
             _ => {
                 self.close(out);
                 let i = self.items.len();
-                let id = message_item_id(&self.response_id);
+                let id = self.msg_id.clone();
                 self.emit(
                     out,
                     "response.output_item.added",
@@ -356,7 +361,6 @@ impl StreamTranslator {
         if let Item::Message { text, .. } = &mut self.items[idx] {
             text.push_str(t);
         }
-        let item_id = message_item_id(&self.response_id);
         let ty = if refusal {
             "response.refusal.delta"
         } else {
@@ -368,7 +372,7 @@ impl StreamTranslator {
             ty,
             &TextDelta {
                 ty,
-                item_id: &item_id,
+                item_id: &self.msg_id,
                 output_index: idx,
                 content_index: 0,
                 delta: t,
@@ -383,7 +387,7 @@ impl StreamTranslator {
         let item = self.item_json(i, "completed");
         match &self.items[i] {
             Item::Message { text, refusal } => {
-                let id = message_item_id(&self.response_id);
+                let id = self.msg_id.clone();
                 let (done_ty, done) = if *refusal {
                     (
                         "response.refusal.done",
@@ -419,9 +423,7 @@ impl StreamTranslator {
 
     fn item_json(&self, i: usize, status: &str) -> Value {
         match &self.items[i] {
-            Item::Message { text, refusal } => {
-                message_item(&message_item_id(&self.response_id), text, *refusal, status)
-            }
+            Item::Message { text, refusal } => message_item(&self.msg_id, text, *refusal, status),
             Item::Call {
                 call_id,
                 name,
