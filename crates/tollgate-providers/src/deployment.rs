@@ -1,0 +1,362 @@
+//! A deployment: one entry of `model_list`, resolved and ready to call.
+
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue};
+
+use crate::table::{AuthStyle, ProviderSpec, WireDialect, provider_spec};
+
+/// Default total timeout when neither the deployment nor `litellm_settings.request_timeout`
+/// sets one: 600 s, the OpenAI SDK's default (LiteLLM's 6000 s is longer than any provider).
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default connect timeout: 5 s, the OpenAI SDK's connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default bound on a non-streamed upstream response body: 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+/// Per-deployment time limits, each enforced separately.
+///
+/// LiteLLM's `timeout` (seconds) is the whole call for non-streamed requests; its
+/// `stream_timeout` (seconds) bounds the wait for the first chunk of a stream. A stream is
+/// otherwise bounded by the idle gap between events, not by a total, so long streams that keep
+/// producing are never cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP + TLS connect.
+    pub connect: Duration,
+    /// From sending the request to the response headers (first byte).
+    pub first_byte: Duration,
+    /// Longest silence between two stream reads.
+    pub idle: Duration,
+    /// Whole non-streamed call, body included.
+    pub total: Duration,
+}
+
+impl Timeouts {
+    /// Derives the four limits from LiteLLM's `timeout` / `stream_timeout` (seconds).
+    pub fn from_litellm(timeout_s: Option<f64>, stream_timeout_s: Option<f64>) -> Self {
+        let total = secs(timeout_s).unwrap_or(DEFAULT_TOTAL_TIMEOUT);
+        let stream = secs(stream_timeout_s).unwrap_or(total);
+        Timeouts {
+            connect: DEFAULT_CONNECT_TIMEOUT.min(total),
+            first_byte: stream.min(total),
+            idle: stream,
+            total,
+        }
+    }
+
+    /// The limits for one request: `stream` picks the stream first-byte bound;
+    /// `override_s` (a client's own `timeout`) can only shorten them.
+    pub fn for_request(&self, override_s: Option<f64>) -> Timeouts {
+        match secs(override_s) {
+            None => *self,
+            Some(t) => Timeouts {
+                connect: self.connect.min(t),
+                first_byte: self.first_byte.min(t),
+                idle: self.idle.min(t),
+                total: self.total.min(t),
+            },
+        }
+    }
+}
+
+fn secs(v: Option<f64>) -> Option<Duration> {
+    v.filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Behaviour of a deployment answered in process (`mock/` provider, or any deployment with
+/// `mock_response` set, as in LiteLLM).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockBehaviour {
+    /// Reply text; `None` echoes the last user message.
+    pub reply: Option<String>,
+    /// Delay before answering, in ms (`mock_latency_ms`).
+    pub latency_ms: u64,
+    /// Number of content chunks when streaming (`mock_chunks`, default 4).
+    pub chunks: usize,
+    /// Reported completion tokens override (`mock_completion_tokens`).
+    pub completion_tokens: Option<u64>,
+}
+
+/// Plain data describing a deployment, as read from config (no validation yet).
+#[derive(Debug, Clone, Default)]
+pub struct DeploymentSpec {
+    /// Deployment id (`model_info.id` or a stable hash).
+    pub id: String,
+    /// Public model group name (`model_name`).
+    pub model_group: String,
+    /// Provider prefix, e.g. `openai`.
+    pub provider: String,
+    /// Upstream model id (after the prefix); may contain `*` for wildcard deployments.
+    pub upstream_model: String,
+    /// `api_base`.
+    pub api_base: Option<String>,
+    /// `api_key` (never logged).
+    pub api_key: Option<String>,
+    /// `organization` (sent as `OpenAI-Organization`).
+    pub organization: Option<String>,
+    /// `extra_headers`.
+    pub extra_headers: Vec<(String, String)>,
+    /// Other `litellm_params` keys, forwarded as request defaults (a client's value wins).
+    pub defaults: serde_json::Map<String, serde_json::Value>,
+    /// `timeout` in seconds.
+    pub timeout_s: Option<f64>,
+    /// `stream_timeout` in seconds.
+    pub stream_timeout_s: Option<f64>,
+    /// Response size bound in bytes (0 = default).
+    pub max_response_bytes: usize,
+    /// `mock_response`, if set: answer in process.
+    pub mock_response: Option<String>,
+}
+
+/// Why a deployment cannot be built. Never carries a secret.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum DeploymentError {
+    /// The provider prefix is not in the table.
+    #[error("deployment '{id}': unknown provider '{provider}'")]
+    UnknownProvider {
+        /// Deployment id.
+        id: String,
+        /// The prefix.
+        provider: String,
+    },
+    /// The provider needs `api_base` and none was given (config or env).
+    #[error("deployment '{id}': provider '{provider}' needs api_base")]
+    MissingApiBase {
+        /// Deployment id.
+        id: String,
+        /// The prefix.
+        provider: String,
+    },
+    /// A header name or value is not valid HTTP.
+    #[error("deployment '{id}': invalid header '{name}'")]
+    InvalidHeader {
+        /// Deployment id.
+        id: String,
+        /// Header name (the value is not shown: it may be secret).
+        name: String,
+    },
+}
+
+/// A deployment ready to call. Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct Deployment {
+    /// Deployment id.
+    pub id: String,
+    /// Public model group name.
+    pub model_group: String,
+    /// Provider defaults.
+    pub provider: &'static ProviderSpec,
+    /// Upstream model id or wildcard pattern.
+    pub upstream_model: String,
+    /// Base URL without trailing slash, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// Headers sent on every call: auth (marked sensitive), organization, extra headers.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Request defaults as (field, JSON text), added when the client did not set them.
+    pub defaults: Vec<(String, String)>,
+    /// Time limits.
+    pub timeouts: Timeouts,
+    /// Non-streamed response body bound, bytes.
+    pub max_response_bytes: usize,
+    /// Set when the deployment is answered in process.
+    pub mock: Option<MockBehaviour>,
+}
+
+impl Deployment {
+    /// Resolves a spec: base URL and key from config, else from the provider's env vars
+    /// (read through `env`, so tests need not touch the process env).
+    pub fn build(
+        spec: DeploymentSpec,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Deployment, DeploymentError> {
+        let provider =
+            provider_spec(&spec.provider).ok_or_else(|| DeploymentError::UnknownProvider {
+                id: spec.id.clone(),
+                provider: spec.provider.clone(),
+            })?;
+        let mut defaults_map = spec.defaults;
+        let mock = take_mock(&mut defaults_map, spec.mock_response, provider);
+        let base = spec
+            .api_base
+            .clone()
+            .filter(|b| !b.is_empty())
+            .or_else(|| provider.api_base_env.iter().find_map(|v| env(v)))
+            .or(provider.default_api_base.map(str::to_owned));
+        let base_url = match (base, &mock) {
+            (Some(b), _) => normalise_base(&b, provider.base_suffix),
+            (None, Some(_)) => String::new(),
+            (None, None) => {
+                return Err(DeploymentError::MissingApiBase {
+                    id: spec.id,
+                    provider: spec.provider,
+                });
+            }
+        };
+        let key = spec
+            .api_key
+            .filter(|k| !k.is_empty())
+            .or_else(|| provider.api_key_env.iter().find_map(|v| env(v)));
+        let mut headers = Vec::new();
+        let bad = |name: &str| DeploymentError::InvalidHeader {
+            id: spec.id.clone(),
+            name: name.to_owned(),
+        };
+        if let Some(key) = key {
+            let (name, value) = match provider.auth {
+                AuthStyle::Bearer => (http::header::AUTHORIZATION, format!("Bearer {key}")),
+                AuthStyle::ApiKeyHeader => (HeaderName::from_static("api-key"), key),
+                AuthStyle::XApiKey => (HeaderName::from_static("x-api-key"), key),
+            };
+            let mut value = HeaderValue::from_str(&value).map_err(|_| bad(name.as_str()))?;
+            value.set_sensitive(true);
+            headers.push((name, value));
+        }
+        if let Some(org) = spec.organization.filter(|o| !o.is_empty()) {
+            let value = HeaderValue::from_str(&org).map_err(|_| bad("openai-organization"))?;
+            headers.push((HeaderName::from_static("openai-organization"), value));
+        }
+        for (name, value) in &spec.extra_headers {
+            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad(name))?;
+            let mut v = HeaderValue::from_str(value).map_err(|_| bad(name))?;
+            v.set_sensitive(true);
+            headers.push((n, v));
+        }
+        let defaults = defaults_map
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        Ok(Deployment {
+            timeouts: Timeouts::from_litellm(spec.timeout_s, spec.stream_timeout_s),
+            max_response_bytes: if spec.max_response_bytes == 0 {
+                DEFAULT_MAX_RESPONSE_BYTES
+            } else {
+                spec.max_response_bytes
+            },
+            id: spec.id,
+            model_group: spec.model_group,
+            provider,
+            upstream_model: spec.upstream_model,
+            base_url,
+            headers,
+            defaults,
+            mock,
+        })
+    }
+
+    /// Whether the upstream model is a wildcard pattern (`*`, `openai/*`, `gpt-*`).
+    pub fn is_wildcard(&self) -> bool {
+        self.upstream_model.contains('*')
+    }
+
+    /// The wire dialect to use.
+    pub fn dialect(&self) -> WireDialect {
+        if self.mock.is_some() {
+            WireDialect::InProcessMock
+        } else {
+            self.provider.dialect
+        }
+    }
+}
+
+fn take_mock(
+    defaults: &mut serde_json::Map<String, serde_json::Value>,
+    mock_response: Option<String>,
+    provider: &ProviderSpec,
+) -> Option<MockBehaviour> {
+    let latency = defaults.remove("mock_latency_ms").and_then(|v| v.as_u64());
+    let chunks = defaults.remove("mock_chunks").and_then(|v| v.as_u64());
+    let completion = defaults
+        .remove("mock_completion_tokens")
+        .and_then(|v| v.as_u64());
+    if provider.dialect != WireDialect::InProcessMock && mock_response.is_none() {
+        return None;
+    }
+    Some(MockBehaviour {
+        reply: mock_response,
+        latency_ms: latency.unwrap_or(0),
+        chunks: chunks.unwrap_or(4).clamp(1, 10_000) as usize,
+        completion_tokens: completion,
+    })
+}
+
+fn normalise_base(base: &str, suffix: &str) -> String {
+    let trimmed = base.trim_end_matches('/');
+    if !suffix.is_empty() && !trimmed.ends_with(suffix) {
+        format!("{trimmed}{suffix}")
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(provider: &str) -> DeploymentSpec {
+        DeploymentSpec {
+            id: "d1".into(),
+            model_group: "g".into(),
+            provider: provider.into(),
+            upstream_model: "m".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn defaults_from_table_and_env() {
+        let env = |k: &str| (k == "GROQ_API_KEY").then(|| "gsk-secret".to_owned());
+        let d = Deployment::build(spec("groq"), &env).unwrap();
+        assert_eq!(d.base_url, "https://api.groq.com/openai/v1");
+        assert_eq!(d.headers[0].0, http::header::AUTHORIZATION);
+        assert_eq!(d.headers[0].1, "Bearer gsk-secret");
+        assert!(d.headers[0].1.is_sensitive());
+        assert!(!format!("{d:?}").contains("gsk-secret"));
+    }
+
+    #[test]
+    fn api_base_normalised_and_required() {
+        let mut s = spec("ollama_chat");
+        s.api_base = Some("http://127.0.0.1:11434/".into());
+        let d = Deployment::build(s, &|_| None).unwrap();
+        assert_eq!(d.base_url, "http://127.0.0.1:11434/v1");
+        assert!(d.headers.is_empty());
+        assert_eq!(
+            Deployment::build(spec("hosted_vllm"), &|_| None).unwrap_err(),
+            DeploymentError::MissingApiBase {
+                id: "d1".into(),
+                provider: "hosted_vllm".into()
+            }
+        );
+    }
+
+    #[test]
+    fn request_defaults_and_mock_keys() {
+        let mut s = spec("mock");
+        s.defaults
+            .insert("temperature".into(), serde_json::json!(0.2));
+        s.defaults
+            .insert("mock_latency_ms".into(), serde_json::json!(15));
+        let d = Deployment::build(s, &|_| None).unwrap();
+        assert_eq!(
+            d.defaults,
+            vec![("temperature".to_owned(), "0.2".to_owned())]
+        );
+        let m = d.mock.unwrap();
+        assert_eq!(m.latency_ms, 15);
+        assert_eq!(m.chunks, 4);
+    }
+
+    #[test]
+    fn timeouts_split_by_phase() {
+        let t = Timeouts::from_litellm(Some(30.0), Some(5.0));
+        assert_eq!(t.total, Duration::from_secs(30));
+        assert_eq!(t.first_byte, Duration::from_secs(5));
+        assert_eq!(t.idle, Duration::from_secs(5));
+        let r = t.for_request(Some(2.0));
+        assert_eq!(r.total, Duration::from_secs(2));
+        assert_eq!(r.first_byte, Duration::from_secs(2));
+        assert_eq!(t.for_request(Some(-1.0)), t);
+    }
+}

@@ -1,0 +1,17 @@
+//! Everything that talks to model providers:
+//!
+//! - [`table`]: one table of provider defaults (base URL, auth header, key env vars, quirks) for
+//!   OpenAI and the providers that speak its dialect, selected by the `provider/` prefix of a
+//!   LiteLLM `litellm_params.model`.
+//! - [`deployment`]: a ready-to-call deployment (resolved base URL, precomputed auth header,
+//!   request defaults, timeouts).
+//! - [`client`]: the one pooled upstream HTTP client (keep-alive, HTTP/2 via ALPN, TCP_NODELAY),
+//!   with separate connect / first-byte / idle-gap / total timeouts and a response size bound.
+
+pub mod client;
+pub mod deployment;
+pub mod table;
+
+pub use client::{UpstreamClient, UpstreamError, UpstreamResponse};
+pub use deployment::{Deployment, DeploymentError, DeploymentSpec, Timeouts};
+pub use table::{AuthStyle, ProviderSpec, WireDialect, provider_spec};

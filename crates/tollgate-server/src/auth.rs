@@ -1,0 +1,184 @@
+//! The authentication step: credential header → [`Identity`].
+//!
+//! Credential headers are read in LiteLLM's order (`litellm/proxy/auth/user_api_key_auth.py`):
+//! the custom header named by `general_settings.litellm_key_header_name` or
+//! `x-litellm-api-key`, then `Authorization: Bearer`, then `api-key` (Azure SDKs), then
+//! `x-api-key` (Anthropic SDKs). The master key is compared in constant time (on SHA-256
+//! digests, so the comparison does not depend on the presented key's length either).
+//!
+//! Virtual keys (governance) slot in at [`Authenticator::authenticate`]: a presented key that
+//! is not the master key is looked up by its hash in the key cache, yielding another
+//! [`Identity`] variant, without moving this step in the pipeline.
+
+use http::HeaderMap;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tollgate_protocol::ErrorEnvelope;
+
+/// Who is calling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// No master key is configured: every caller is let in (LiteLLM's no-auth dev mode).
+    Open,
+    /// The caller presented the master key (role `proxy_admin`).
+    Master,
+}
+
+/// Why authentication failed. Messages never include the presented key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// No credential header at all.
+    #[error("Authentication Error, No api key passed in.")]
+    Missing,
+    /// `Authorization` without a recognised scheme.
+    #[error("Authentication Error, Malformed API Key passed in. Ensure Key has `Bearer ` prefix.")]
+    Malformed,
+    /// A key that matches nothing.
+    #[error("Authentication Error, Invalid API key provided.")]
+    Invalid,
+}
+
+impl AuthError {
+    /// The 401 error envelope.
+    pub fn envelope(&self) -> ErrorEnvelope {
+        ErrorEnvelope::new(401, "authentication_error", self.to_string())
+            .with_code("invalid_api_key")
+    }
+}
+
+/// Authenticates requests.
+#[derive(Debug)]
+pub struct Authenticator {
+    master_digest: Option<[u8; 32]>,
+    custom_header: Option<http::HeaderName>,
+}
+
+impl Authenticator {
+    /// `master_key`: the configured master key, if any; `custom_header`:
+    /// `general_settings.litellm_key_header_name`.
+    pub fn new(master_key: Option<&str>, custom_header: Option<&str>) -> Self {
+        Self {
+            master_digest: master_key.filter(|k| !k.is_empty()).map(digest),
+            custom_header: custom_header.and_then(|h| http::HeaderName::try_from(h).ok()),
+        }
+    }
+
+    /// Whether a master key is configured (and so every inference route needs a key).
+    pub fn requires_key(&self) -> bool {
+        self.master_digest.is_some()
+    }
+
+    /// Identifies the caller from the request headers.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
+        let Some(master) = &self.master_digest else {
+            return Ok(Identity::Open);
+        };
+        let key = presented_key(headers, self.custom_header.as_ref())?;
+        if bool::from(digest(key).ct_eq(master)) {
+            return Ok(Identity::Master);
+        }
+        Err(AuthError::Invalid)
+    }
+}
+
+fn digest(key: &str) -> [u8; 32] {
+    Sha256::digest(key.as_bytes()).into()
+}
+
+/// The key presented by the caller, from the first credential header present.
+pub fn presented_key<'h>(
+    headers: &'h HeaderMap,
+    custom: Option<&http::HeaderName>,
+) -> Result<&'h str, AuthError> {
+    let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let litellm = match custom {
+        Some(h) => headers.get(h).and_then(|v| v.to_str().ok()),
+        None => None,
+    }
+    .or_else(|| value("x-litellm-api-key"));
+    if let Some(v) = litellm {
+        let v = v.trim();
+        return non_empty(strip_scheme(v).unwrap_or(v));
+    }
+    if let Some(v) = value("authorization") {
+        return match strip_scheme(v.trim()) {
+            Some(k) => non_empty(k),
+            None => Err(AuthError::Malformed),
+        };
+    }
+    if let Some(v) = value("api-key").or_else(|| value("x-api-key")) {
+        return non_empty(v.trim());
+    }
+    Err(AuthError::Missing)
+}
+
+fn strip_scheme(v: &str) -> Option<&str> {
+    ["Bearer ", "bearer ", "Basic ", "basic "]
+        .iter()
+        .find_map(|p| v.strip_prefix(p))
+        .map(str::trim)
+}
+
+fn non_empty(k: &str) -> Result<&str, AuthError> {
+    if k.is_empty() {
+        Err(AuthError::Missing)
+    } else {
+        Ok(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn every_credential_header_is_accepted() {
+        let a = Authenticator::new(Some("sk-master"), None);
+        for h in [
+            headers(&[("authorization", "Bearer sk-master")]),
+            headers(&[("x-api-key", "sk-master")]),
+            headers(&[("api-key", "sk-master")]),
+            headers(&[("x-litellm-api-key", "sk-master")]),
+            headers(&[("x-litellm-api-key", "Bearer sk-master")]),
+        ] {
+            assert_eq!(a.authenticate(&h), Ok(Identity::Master), "{h:?}");
+        }
+    }
+
+    #[test]
+    fn failures_are_401_without_the_key() {
+        let a = Authenticator::new(Some("sk-master"), None);
+        assert_eq!(a.authenticate(&HeaderMap::new()), Err(AuthError::Missing));
+        assert_eq!(
+            a.authenticate(&headers(&[("authorization", "sk-master")])),
+            Err(AuthError::Malformed)
+        );
+        let err = a
+            .authenticate(&headers(&[("authorization", "Bearer sk-wrong-CANARY")]))
+            .unwrap_err();
+        assert_eq!(err, AuthError::Invalid);
+        let env = err.envelope();
+        assert_eq!(env.status, 401);
+        assert!(!env.message.contains("CANARY"));
+    }
+
+    #[test]
+    fn custom_header_and_open_mode() {
+        let a = Authenticator::new(Some("k"), Some("x-my-key"));
+        assert_eq!(
+            a.authenticate(&headers(&[("x-my-key", "k")])),
+            Ok(Identity::Master)
+        );
+        let open = Authenticator::new(None, None);
+        assert!(!open.requires_key());
+        assert_eq!(open.authenticate(&HeaderMap::new()), Ok(Identity::Open));
+    }
+}

@@ -1,0 +1,24 @@
+//! The Tollgate gateway server.
+//!
+//! Request path (see [`pipeline::handle`], where the stages are written down in order):
+//! accept → authenticate → parse once → (admit: governance, later) → route → build the
+//! upstream body → send → relay (bytes pass through; a copy is scanned for usage) → settle.
+//!
+//! Modules: [`state`] builds everything from the LiteLLM config; [`auth`] is the
+//! authentication step; [`request`] parses the body once; [`relay`] streams or relays the
+//! upstream answer; [`mock_provider`] answers `mock/` deployments in process; [`routes`] maps
+//! URLs to handlers; [`serve`] runs the listener with graceful shutdown.
+
+pub mod auth;
+pub mod errors;
+pub mod headers;
+pub mod mock_provider;
+pub mod pipeline;
+pub mod relay;
+pub mod request;
+pub mod routes;
+pub mod serve;
+pub mod state;
+
+/// Tollgate's version, sent as `x-litellm-version` and printed by `--version`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,196 @@
+//! `tollgate`: the gateway binary.
+//!
+//! - `tollgate --config PATH [--port N] [--host ADDR]` serves (defaults: port 4000, host
+//!   0.0.0.0; env `PORT`, `HOST`, `CONFIG_FILE_PATH`, as LiteLLM reads them).
+//! - `tollgate check-config PATH` validates a config and prints its model groups and
+//!   deployments with secrets masked.
+//! - `tollgate --version`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use tollgate_server::state::AppState;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tollgate",
+    version,
+    about = "Tollgate: a fast, LiteLLM-compatible AI gateway"
+)]
+struct Cli {
+    /// LiteLLM-format config.yaml.
+    #[arg(long, short = 'c', env = "CONFIG_FILE_PATH", global = true)]
+    config: Option<PathBuf>,
+    /// Port to listen on.
+    #[arg(long, env = "PORT", default_value_t = 4000)]
+    port: u16,
+    /// Address to bind.
+    #[arg(long, env = "HOST", default_value = "0.0.0.0")]
+    host: String,
+    /// Seconds to let in-flight requests and streams finish after SIGTERM/SIGINT.
+    #[arg(long, default_value_t = 30.0)]
+    drain_seconds: f64,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate a config file and print its model groups and deployments (secrets masked).
+    CheckConfig {
+        /// The config file.
+        path: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match cli.command {
+        Some(Command::CheckConfig { path }) => check_config(&path),
+        None => run(cli),
+    }
+}
+
+fn init_tracing() {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .or_else(|| {
+            match std::env::var("LITELLM_LOG")
+                .ok()?
+                .to_ascii_uppercase()
+                .as_str()
+            {
+                "DEBUG" => Some("debug".to_owned()),
+                "INFO" => Some("info".to_owned()),
+                _ => None,
+            }
+        })
+        .unwrap_or_else(|| "info".to_owned());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn env(k: &str) -> Option<String> {
+    std::env::var(k).ok()
+}
+
+fn load(path: &Path) -> Result<tollgate_config::LoadedConfig, ExitCode> {
+    match tollgate_config::load_path(path, &env) {
+        Ok(l) => Ok(l),
+        Err(e) => {
+            eprintln!("error: invalid config: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+fn check_config(path: &Path) -> ExitCode {
+    let loaded = match load(path) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    if let Err(e) = AppState::build(&loaded, &env) {
+        eprintln!("error: invalid config: {e}");
+        return ExitCode::from(2);
+    }
+    print!("{}", loaded.config.describe());
+    for w in &loaded.warnings {
+        println!("warning: {w}");
+    }
+    println!("config OK: {}", path.display());
+    ExitCode::SUCCESS
+}
+
+fn run(cli: Cli) -> ExitCode {
+    let Some(path) = cli.config else {
+        eprintln!("error: no config given: pass --config PATH (or set CONFIG_FILE_PATH)");
+        return ExitCode::from(2);
+    };
+    let loaded = match load(&path) {
+        Ok(l) => l,
+        Err(c) => return c,
+    };
+    for (k, v) in &loaded.config.environment_variables {
+        // SAFETY: single-threaded here: the runtime has not started yet.
+        unsafe { std::env::set_var(k, v) };
+    }
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    let unimplemented = loaded.config.unimplemented_keys();
+    if !unimplemented.is_empty() {
+        tracing::warn!(
+            "config keys not implemented yet (ignored): {}",
+            unimplemented.join(", ")
+        );
+    }
+    let state = match AppState::build(&loaded, &env) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("error: invalid config: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let addr: SocketAddr = match format!("{}:{}", bracket(&cli.host), cli.port).parse() {
+            Ok(a) => a,
+            Err(_) => {
+                eprintln!("error: invalid --host/--port: {}:{}", cli.host, cli.port);
+                return ExitCode::from(2);
+            }
+        };
+        let listener = match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("error: cannot listen on {addr}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let local = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        tracing::info!(
+            version = tollgate_server::VERSION,
+            groups = state.router.public_names().count(),
+            auth = state.auth.requires_key(),
+            "Tollgate listening on http://{local}"
+        );
+        let drain = Duration::from_secs_f64(cli.drain_seconds.max(0.0));
+        match tollgate_server::serve::serve(state, listener, drain).await {
+            Ok(()) => {
+                tracing::info!("shut down");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: server failed: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+fn bracket(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
+}

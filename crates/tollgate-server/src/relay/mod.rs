@@ -1,0 +1,75 @@
+//! Relaying the upstream answer to the client, and reporting how the call went.
+//!
+//! - [`unary`]: non-streamed answers, relayed as bytes (status and body kept; errors never
+//!   turned into 2xx or emptied).
+//! - [`stream`]: SSE relayed event by event as it arrives (never buffered whole), with usage
+//!   captured from a copy of each event.
+//! - [`CallRecord`] / [`CallSink`]: what the settlement step receives once per call
+//!   (governance will bill from it; today it feeds the log).
+
+pub mod stream;
+pub mod unary;
+
+use std::time::Instant;
+
+use tollgate_protocol::Usage;
+
+/// How one upstream call ended. Delivered exactly once per call to the [`CallSink`].
+#[derive(Debug, Clone)]
+pub struct CallRecord {
+    /// `x-litellm-call-id`.
+    pub call_id: String,
+    /// LiteLLM call type (`acompletion`, `aembedding`, ...).
+    pub call_type: &'static str,
+    /// Model group the client asked for.
+    pub model_group: String,
+    /// Deployment id.
+    pub deployment_id: String,
+    /// Upstream model id sent.
+    pub upstream_model: String,
+    /// Whether the client asked for a stream.
+    pub stream: bool,
+    /// HTTP status returned to the client.
+    pub status: u16,
+    /// Usage reported by the upstream (final cumulative value), if any.
+    pub usage: Option<Usage>,
+    /// The client went away before the answer was complete.
+    pub client_disconnected: bool,
+    /// The upstream failed after the response started (mid-stream error, reset, idle timeout).
+    pub upstream_failed: bool,
+    /// When the request arrived.
+    pub started: Instant,
+    /// When the first byte of the answer was ready for the client.
+    pub first_byte: Option<Instant>,
+    /// When the call ended.
+    pub ended: Instant,
+}
+
+/// Receives every finished call. Must not block: implementations queue work.
+pub trait CallSink: Send + Sync + std::fmt::Debug {
+    /// Called once per call, from the request's task (or the stream's drop).
+    fn record(&self, record: CallRecord);
+}
+
+/// The default sink: one debug log line per call (no secrets: ids and counts only).
+#[derive(Debug, Default)]
+pub struct LogSink;
+
+impl CallSink for LogSink {
+    fn record(&self, r: CallRecord) {
+        tracing::debug!(
+            call_id = %r.call_id,
+            call_type = r.call_type,
+            model_group = %r.model_group,
+            deployment = %r.deployment_id,
+            status = r.status,
+            stream = r.stream,
+            prompt_tokens = r.usage.map(|u| u.prompt_tokens),
+            completion_tokens = r.usage.map(|u| u.completion_tokens),
+            client_disconnected = r.client_disconnected,
+            upstream_failed = r.upstream_failed,
+            duration_ms = r.ended.duration_since(r.started).as_secs_f64() * 1e3,
+            "call finished"
+        );
+    }
+}

@@ -1,0 +1,381 @@
+//! SSE relay for OpenAI-dialect streams.
+//!
+//! Each upstream read goes into a bounded [`SseFramer`]; every complete event is forwarded as
+//! its exact bytes the moment it is complete (so each event is flushed on its own, and a
+//! multi-byte character split across reads is never cut). A copy of usage-bearing events is
+//! parsed for the final usage. When the gateway forced `stream_options.include_usage` on a
+//! client that did not ask for it, the extra `"usage":null` members and the final
+//! `choices: []` usage chunk are removed from what that client sees.
+//!
+//! Failure handling: an upstream read error, an idle gap longer than the deployment's limit,
+//! an oversized event, or an upstream EOF before `data: [DONE]` (or an error event) reaches the
+//! client as an OpenAI-shaped SSE error event, never as a silent clean end. When the client
+//! goes away, axum drops this stream, which drops the upstream body and so closes the upstream
+//! connection at once; the call is then recorded as client-disconnected with the usage seen so
+//! far.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use futures_util::Stream;
+use memchr::memmem;
+use tokio::time::Sleep;
+use tollgate_protocol::usage::openai_chunk_usage;
+use tollgate_protocol::{Dialect, ErrorEnvelope, SseFramer};
+use tollgate_providers::UpstreamError;
+
+use super::{CallRecord, CallSink};
+
+/// Largest single SSE event accepted from an upstream, bytes (a chunk is normally < 2 KiB).
+pub const MAX_EVENT_BYTES: usize = 4 << 20;
+
+/// An upstream byte stream.
+pub type UpstreamBytes = Pin<Box<dyn Stream<Item = Result<Bytes, UpstreamError>> + Send>>;
+
+/// The client-facing stream.
+pub struct StreamRelay {
+    upstream: UpstreamBytes,
+    framer: SseFramer,
+    idle: Duration,
+    sleep: Pin<Box<Sleep>>,
+    queue: VecDeque<Bytes>,
+    strip_usage: bool,
+    finished: bool,
+    saw_end: bool,
+    record: Option<CallRecord>,
+    sink: Arc<dyn CallSink>,
+}
+
+impl std::fmt::Debug for StreamRelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamRelay")
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamRelay {
+    /// Relays `upstream`. `strip_usage`: the client did not ask for usage (the gateway did).
+    /// `record` is completed and sent to `sink` exactly once, when the stream ends or is dropped.
+    pub fn new(
+        upstream: UpstreamBytes,
+        idle: Duration,
+        strip_usage: bool,
+        record: CallRecord,
+        sink: Arc<dyn CallSink>,
+    ) -> Self {
+        Self {
+            upstream,
+            framer: SseFramer::new(MAX_EVENT_BYTES),
+            idle,
+            sleep: Box::pin(tokio::time::sleep(idle)),
+            queue: VecDeque::with_capacity(4),
+            strip_usage,
+            finished: false,
+            saw_end: false,
+            record: Some(record),
+            sink,
+        }
+    }
+
+    fn fail(&mut self, message: String) {
+        let env =
+            ErrorEnvelope::new(502, "server_error", message).with_code("upstream_stream_error");
+        self.queue
+            .push_back(Bytes::from(env.to_sse_event(Dialect::OpenAi)));
+        if let Some(r) = self.record.as_mut() {
+            r.upstream_failed = true;
+        }
+        self.finished = true;
+    }
+
+    fn drain_events(&mut self) {
+        loop {
+            match self.framer.next_event() {
+                Ok(Some(ev)) => self.on_event(ev.raw),
+                Ok(None) => return,
+                Err(e) => {
+                    self.fail(format!("Upstream stream could not be read: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, raw: Bytes) {
+        if self.saw_end {
+            return;
+        }
+        let data = data_payload(&raw);
+        if data == b"[DONE]" {
+            self.saw_end = true;
+        } else if data.starts_with(b"{\"error\"") {
+            // A mid-stream error from the upstream: relayed as is; the stream ends after it.
+            self.saw_end = true;
+            if let Some(r) = self.record.as_mut() {
+                r.upstream_failed = true;
+            }
+        } else if let Some(cu) = openai_chunk_usage(data) {
+            if let Some(r) = self.record.as_mut() {
+                // Usage values are cumulative: the last one wins (never summed; B10).
+                r.usage = Some(cu.usage);
+            }
+            if self.strip_usage && cu.usage_only {
+                return;
+            }
+        }
+        let out = if self.strip_usage {
+            strip_null_usage(raw)
+        } else {
+            raw
+        };
+        if let Some(r) = self.record.as_mut()
+            && r.first_byte.is_none()
+        {
+            r.first_byte = Some(Instant::now());
+        }
+        self.queue.push_back(out);
+    }
+
+    fn complete(&mut self, client_disconnected: bool) {
+        if let Some(mut r) = self.record.take() {
+            r.client_disconnected = client_disconnected;
+            r.ended = Instant::now();
+            self.sink.record(r);
+        }
+    }
+}
+
+impl Stream for StreamRelay {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if let Some(b) = this.queue.pop_front() {
+                return Poll::Ready(Some(Ok(b)));
+            }
+            if this.finished || this.saw_end {
+                this.complete(false);
+                return Poll::Ready(None);
+            }
+            match this.upstream.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    let deadline = tokio::time::Instant::now() + this.idle;
+                    this.sleep.as_mut().reset(deadline);
+                    this.framer.push(&chunk);
+                    this.drain_events();
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    this.fail(format!("Upstream stream failed: {e}"));
+                }
+                Poll::Ready(None) => {
+                    match this.framer.finish() {
+                        Ok(Some(ev)) => this.on_event(ev.raw),
+                        Ok(None) => {}
+                        Err(e) => this.fail(format!("Upstream stream could not be read: {e}")),
+                    }
+                    if !this.saw_end && !this.finished {
+                        this.fail("Upstream closed the stream before it finished".to_owned());
+                    }
+                    this.finished = true;
+                }
+                Poll::Pending => {
+                    if this.sleep.as_mut().poll(cx).is_ready() {
+                        this.fail(format!(
+                            "Upstream sent nothing for {} ms (stream idle timeout)",
+                            this.idle.as_millis()
+                        ));
+                        continue;
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for StreamRelay {
+    fn drop(&mut self) {
+        // Dropped before the end: the client went away (axum drops the body on disconnect).
+        self.complete(true);
+    }
+}
+
+/// The `data:` payload of a single-data-line event, without parsing the rest.
+fn data_payload(raw: &[u8]) -> &[u8] {
+    let Some(start) = memmem::find(raw, b"data:") else {
+        return b"";
+    };
+    let mut rest = &raw[start + 5..];
+    if rest.first() == Some(&b' ') {
+        rest = &rest[1..];
+    }
+    let end = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// Removes `,"usage":null` members that `include_usage` adds to every chunk.
+fn strip_null_usage(raw: Bytes) -> Bytes {
+    const NEEDLE: &[u8] = b",\"usage\":null";
+    let Some(first) = memmem::find(&raw, NEEDLE) else {
+        return raw;
+    };
+    let mut out = BytesMut::with_capacity(raw.len());
+    out.extend_from_slice(&raw[..first]);
+    let mut rest = &raw[first + NEEDLE.len()..];
+    while let Some(i) = memmem::find(rest, NEEDLE) {
+        out.extend_from_slice(&rest[..i]);
+        rest = &rest[i + NEEDLE.len()..];
+    }
+    out.extend_from_slice(rest);
+    out.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+    use std::sync::Mutex;
+
+    #[derive(Debug, Default)]
+    struct Capture(Mutex<Vec<CallRecord>>);
+    impl CallSink for Capture {
+        fn record(&self, r: CallRecord) {
+            self.0.lock().unwrap().push(r);
+        }
+    }
+
+    fn record() -> CallRecord {
+        let now = Instant::now();
+        CallRecord {
+            call_id: "c".into(),
+            call_type: "acompletion",
+            model_group: "g".into(),
+            deployment_id: "d".into(),
+            upstream_model: "m".into(),
+            stream: true,
+            status: 200,
+            usage: None,
+            client_disconnected: false,
+            upstream_failed: false,
+            started: now,
+            first_byte: None,
+            ended: now,
+        }
+    }
+
+    async fn run(chunks: Vec<&'static [u8]>, strip: bool) -> (Vec<u8>, Vec<CallRecord>) {
+        let sink = Arc::new(Capture::default());
+        let up: UpstreamBytes = Box::pin(futures_util::stream::iter(
+            chunks.into_iter().map(|c| Ok(Bytes::from_static(c))),
+        ));
+        let relay = StreamRelay::new(up, Duration::from_secs(5), strip, record(), sink.clone());
+        let out: Vec<u8> = relay
+            .map(|r| r.unwrap().to_vec())
+            .collect::<Vec<_>>()
+            .await
+            .concat();
+        let recs = sink.0.lock().unwrap().clone();
+        (out, recs)
+    }
+
+    const WITH_USAGE: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"h\xc3\xa9\"}}],\"usage\":null}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\ndata: [DONE]\n\n";
+
+    #[tokio::test]
+    async fn relays_exact_bytes_and_captures_usage() {
+        let (out, recs) = run(vec![&WITH_USAGE[..20], &WITH_USAGE[20..]], false).await;
+        assert_eq!(out, WITH_USAGE);
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].usage.unwrap().completion_tokens, 2);
+        assert!(!recs[0].client_disconnected && !recs[0].upstream_failed);
+    }
+
+    #[tokio::test]
+    async fn forced_usage_is_hidden_from_the_client() {
+        let (out, recs) = run(vec![WITH_USAGE], true).await;
+        assert_eq!(
+            out,
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"h\xc3\xa9\"}}]}\n\ndata: [DONE]\n\n"
+        );
+        assert_eq!(recs[0].usage.unwrap().prompt_tokens, 3);
+    }
+
+    #[tokio::test]
+    async fn eof_without_done_becomes_an_error_event() {
+        let (out, recs) = run(vec![b"data: {\"choices\":[]}\n\n"], false).await;
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("data: {\"choices\":[]}\n\ndata: {\"error\":{"),
+            "{text}"
+        );
+        assert!(text.contains("closed the stream before it finished"));
+        assert!(recs[0].upstream_failed);
+    }
+
+    #[tokio::test]
+    async fn upstream_error_event_is_relayed_and_ends_the_stream() {
+        let (out, recs) = run(
+            vec![b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"],
+            false,
+        )
+        .await;
+        assert_eq!(
+            out,
+            b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"
+        );
+        assert!(recs[0].upstream_failed);
+    }
+
+    #[tokio::test]
+    async fn idle_gap_ends_with_error_event() {
+        let sink = Arc::new(Capture::default());
+        let up: UpstreamBytes = Box::pin(
+            futures_util::stream::iter(vec![Ok(Bytes::from_static(b"data: {\"a\":1}\n\n"))])
+                .chain(futures_util::stream::pending()),
+        );
+        let relay = StreamRelay::new(up, Duration::from_millis(50), false, record(), sink.clone());
+        let out: Vec<u8> = relay
+            .map(|r| r.unwrap().to_vec())
+            .collect::<Vec<_>>()
+            .await
+            .concat();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("stream idle timeout"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn drop_mid_stream_records_disconnect_with_usage_so_far() {
+        let sink = Arc::new(Capture::default());
+        let up: UpstreamBytes = Box::pin(
+            futures_util::stream::iter(vec![Ok(Bytes::from_static(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{}}],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":1}}\n\n",
+            ))])
+            .chain(futures_util::stream::pending()),
+        );
+        let mut relay = StreamRelay::new(up, Duration::from_secs(5), false, record(), sink.clone());
+        let first = relay.next().await.unwrap().unwrap();
+        assert!(first.starts_with(b"data: "));
+        drop(relay);
+        let recs = sink.0.lock().unwrap();
+        assert_eq!(recs.len(), 1);
+        assert!(recs[0].client_disconnected);
+        assert_eq!(recs[0].usage.unwrap().completion_tokens, 1);
+    }
+
+    #[test]
+    fn strip_null_usage_removes_every_occurrence() {
+        let b = Bytes::from_static(
+            b"data: {\"a\":1,\"usage\":null,\"b\":{\"c\":2,\"usage\":null}}\n\n",
+        );
+        assert_eq!(
+            &strip_null_usage(b)[..],
+            b"data: {\"a\":1,\"b\":{\"c\":2}}\n\n"
+        );
+    }
+}

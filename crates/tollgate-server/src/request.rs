@@ -1,0 +1,271 @@
+//! Parse-once interpretation of an inference request and the body sent upstream.
+
+use tollgate_protocol::body::{ForwardEdit, json_string};
+use tollgate_protocol::{BodyError, Dialect, RequestBody};
+
+/// Inference endpoints, each with the upstream path it maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/chat/completions`.
+    ChatCompletions,
+    /// `POST /v1/completions` (legacy text completions).
+    Completions,
+    /// `POST /v1/embeddings`.
+    Embeddings,
+}
+
+impl Endpoint {
+    /// Path appended to the deployment's base URL.
+    pub fn upstream_path(self) -> &'static str {
+        match self {
+            Endpoint::ChatCompletions => "/chat/completions",
+            Endpoint::Completions => "/completions",
+            Endpoint::Embeddings => "/embeddings",
+        }
+    }
+
+    /// The field that must be present besides `model`.
+    pub fn required_field(self) -> &'static str {
+        match self {
+            Endpoint::ChatCompletions => "messages",
+            Endpoint::Completions => "prompt",
+            Endpoint::Embeddings => "input",
+        }
+    }
+
+    /// The dialect errors are answered in.
+    pub fn dialect(self) -> Dialect {
+        Dialect::OpenAi
+    }
+
+    /// Whether the endpoint can stream.
+    pub fn can_stream(self) -> bool {
+        !matches!(self, Endpoint::Embeddings)
+    }
+
+    /// LiteLLM `call_type` name (spend logs, metrics).
+    pub fn call_type(self) -> &'static str {
+        match self {
+            Endpoint::ChatCompletions => "acompletion",
+            Endpoint::Completions => "atext_completion",
+            Endpoint::Embeddings => "aembedding",
+        }
+    }
+}
+
+/// Request fields the gateway consumes and never forwards (LiteLLM's proxy-only parameters;
+/// `reference/litellm-surface.md` §3 and §12). `user` is forwarded (B44).
+pub const GATEWAY_ONLY_FIELDS: &[&str] = &[
+    "metadata",
+    "litellm_metadata",
+    "tags",
+    "cache",
+    "caching",
+    "fallbacks",
+    "context_window_fallbacks",
+    "content_policy_fallbacks",
+    "mock_response",
+    "mock_testing_fallbacks",
+    "mock_timeout",
+    "num_retries",
+    "max_retries",
+    "timeout",
+    "stream_timeout",
+    "api_base",
+    "base_url",
+    "api_key",
+    "api_version",
+    "organization",
+    "litellm_call_id",
+    "litellm_logging_obj",
+    "litellm_params",
+    "litellm_trace_id",
+    "litellm_session_id",
+    "proxy_server_request",
+    "guardrails",
+    "rpm",
+    "tpm",
+    "no-log",
+];
+
+/// What the gateway reads from a request body; the body itself stays raw.
+#[derive(Debug)]
+pub struct ParsedRequest<'a> {
+    /// The raw top-level fields.
+    pub body: RequestBody<'a>,
+    /// Requested model (model group, alias or wildcard match).
+    pub model: String,
+    /// `stream: true`.
+    pub stream: bool,
+    /// The client asked for the final usage chunk (`stream_options.include_usage`).
+    pub include_usage: bool,
+    /// Client-requested timeout in seconds (body `timeout`).
+    pub timeout_s: Option<f64>,
+}
+
+#[derive(serde::Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+impl<'a> ParsedRequest<'a> {
+    /// Parses `bytes` once and checks the fields every endpoint needs.
+    pub fn parse(bytes: &'a [u8], endpoint: Endpoint) -> Result<Self, BodyError> {
+        let body = RequestBody::parse(bytes)?;
+        let model = body
+            .str_field("model")?
+            .ok_or(BodyError::Missing("model"))?
+            .into_owned();
+        let required = endpoint.required_field();
+        if !body.contains(required) {
+            return Err(BodyError::Missing(match endpoint {
+                Endpoint::ChatCompletions => "messages",
+                Endpoint::Completions => "prompt",
+                Endpoint::Embeddings => "input",
+            }));
+        }
+        let stream = endpoint.can_stream() && body.bool_field("stream")?.unwrap_or(false);
+        let include_usage = body
+            .typed_field::<StreamOptions>("stream_options", "an object")?
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false);
+        let timeout_s = body.f64_field("timeout")?;
+        Ok(Self {
+            body,
+            model,
+            stream,
+            include_usage,
+            timeout_s,
+        })
+    }
+
+    /// Writes the upstream body: `model` rewritten, gateway-only and provider-unsupported
+    /// fields removed, deployment defaults added, and (for streams whose client did not ask)
+    /// `stream_options.include_usage` forced on so usage is always captured.
+    pub fn upstream_body(
+        &self,
+        upstream_model: &str,
+        defaults: &[(String, String)],
+        unsupported: &[&str],
+        force_stream_usage: bool,
+        out: &mut Vec<u8>,
+    ) {
+        let model_json = json_string(upstream_model);
+        let mut remove: Vec<&str> =
+            Vec::with_capacity(GATEWAY_ONLY_FIELDS.len() + unsupported.len());
+        remove.extend_from_slice(GATEWAY_ONLY_FIELDS);
+        remove.extend_from_slice(unsupported);
+        let mut replace: Vec<(&str, &str)> = vec![("model", model_json.as_str())];
+        let mut append: Vec<(&str, &str)> = defaults
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let forced;
+        if self.stream && force_stream_usage && !self.include_usage {
+            forced = self.forced_stream_options();
+            if self.body.contains("stream_options") {
+                replace.push(("stream_options", forced.as_str()));
+            } else {
+                append.insert(0, ("stream_options", forced.as_str()));
+            }
+        }
+        self.body.write_forward(
+            &ForwardEdit {
+                remove: &remove,
+                replace: &replace,
+                append: &append,
+            },
+            out,
+        );
+    }
+
+    /// The client's `stream_options` object with `include_usage: true` set.
+    fn forced_stream_options(&self) -> String {
+        let mut map = self
+            .body
+            .get("stream_options")
+            .and_then(|raw| {
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(raw.get()).ok()
+            })
+            .unwrap_or_default();
+        map.insert("include_usage".into(), serde_json::Value::Bool(true));
+        serde_json::Value::Object(map).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwards_unknown_fields_and_strips_gateway_fields() {
+        let raw = br#"{"model":"fast","messages":[{"role":"user","content":"hi"}],"brand_new_param":{"a":1},"user":"u","metadata":{"x":1},"tags":["t"],"mock_response":"x","api_key":"sk-client","fallbacks":["b"],"num_retries":3,"cache":{"no-cache":true},"temperature":0.1}"#;
+        let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
+        assert_eq!(p.model, "fast");
+        assert!(!p.stream);
+        let mut out = Vec::new();
+        p.upstream_body(
+            "gpt-4o-2024",
+            &[
+                ("temperature".into(), "0.7".into()),
+                ("seed".into(), "42".into()),
+            ],
+            &[],
+            true,
+            &mut out,
+        );
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"model":"gpt-4o-2024","messages":[{"role":"user","content":"hi"}],"brand_new_param":{"a":1},"user":"u","temperature":0.1,"seed":42}"#
+        );
+    }
+
+    #[test]
+    fn stream_usage_forced_only_when_client_did_not_ask() {
+        let raw = br#"{"model":"m","messages":[],"stream":true}"#;
+        let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
+        assert!(p.stream && !p.include_usage);
+        let mut out = Vec::new();
+        p.upstream_body("m", &[], &[], true, &mut out);
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#
+        );
+        let raw = br#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":false,"include_obfuscation":false}}"#;
+        let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
+        let mut out = Vec::new();
+        p.upstream_body("m", &[], &[], true, &mut out);
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}}"#
+        );
+        let raw =
+            br#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#;
+        let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
+        assert!(p.include_usage);
+    }
+
+    #[test]
+    fn missing_fields() {
+        assert_eq!(
+            ParsedRequest::parse(br#"{"messages":[]}"#, Endpoint::ChatCompletions).unwrap_err(),
+            BodyError::Missing("model")
+        );
+        assert_eq!(
+            ParsedRequest::parse(br#"{"model":"m"}"#, Endpoint::ChatCompletions).unwrap_err(),
+            BodyError::Missing("messages")
+        );
+        assert_eq!(
+            ParsedRequest::parse(br#"{"model":"m"}"#, Endpoint::Embeddings).unwrap_err(),
+            BodyError::Missing("input")
+        );
+        // Embeddings never stream even if asked.
+        let p = ParsedRequest::parse(
+            br#"{"model":"m","input":"x","stream":true}"#,
+            Endpoint::Embeddings,
+        )
+        .unwrap();
+        assert!(!p.stream);
+    }
+}

@@ -1,0 +1,147 @@
+//! URL → handler. Every inference route exists with and without the `/v1` prefix, as in
+//! LiteLLM (`reference/litellm-surface.md` §3).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode};
+use serde_json::json;
+use tollgate_protocol::ErrorEnvelope;
+
+use crate::errors::GatewayError;
+use crate::pipeline;
+use crate::request::Endpoint;
+use crate::state::AppState;
+
+/// `created` timestamp LiteLLM reports for every model in `/v1/models`.
+const MODEL_CREATED: u64 = 1_677_610_602;
+
+/// Builds the router.
+pub fn router(state: Arc<AppState>) -> Router {
+    let limit = state.max_request_bytes;
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/chat/completions", post(chat))
+        .route("/v1/completions", post(completions))
+        .route("/completions", post(completions))
+        .route("/v1/embeddings", post(embeddings))
+        .route("/embeddings", post(embeddings))
+        .route("/v1/models", get(models))
+        .route("/models", get(models))
+        .route("/v1/models/{id}", get(model))
+        .route("/models/{id}", get(model))
+        .route("/health/liveliness", get(liveliness))
+        .route("/health/liveness", get(liveliness))
+        .route("/health/readiness", get(readiness))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+async fn inference(
+    state: Arc<AppState>,
+    endpoint: Endpoint,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match body {
+        Ok(b) => pipeline::handle(state, endpoint, headers, b).await,
+        Err(rej) => GatewayError::from(ErrorEnvelope::new(
+            rej.status().as_u16(),
+            "invalid_request_error",
+            format!("Could not read the request body: {}", rej.body_text()),
+        ))
+        .into_response(),
+    }
+}
+
+async fn chat(
+    State(s): State<Arc<AppState>>,
+    h: HeaderMap,
+    b: Result<Bytes, BytesRejection>,
+) -> Response {
+    inference(s, Endpoint::ChatCompletions, h, b).await
+}
+
+async fn completions(
+    State(s): State<Arc<AppState>>,
+    h: HeaderMap,
+    b: Result<Bytes, BytesRejection>,
+) -> Response {
+    inference(s, Endpoint::Completions, h, b).await
+}
+
+async fn embeddings(
+    State(s): State<Arc<AppState>>,
+    h: HeaderMap,
+    b: Result<Bytes, BytesRejection>,
+) -> Response {
+    inference(s, Endpoint::Embeddings, h, b).await
+}
+
+fn model_object(id: &str) -> serde_json::Value {
+    json!({"id": id, "object": "model", "created": MODEL_CREATED, "owned_by": "openai"})
+}
+
+/// `GET /v1/models`: OpenAI's list shape, with the model groups and aliases the caller may use
+/// (wildcard groups are never listed as ids; B41).
+async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
+    if let Err(e) = s.auth.authenticate(&h) {
+        return GatewayError::from(e.envelope()).into_response();
+    }
+    let data: Vec<_> = s.router.public_names().map(model_object).collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// `GET /v1/models/{id}`.
+async fn model(State(s): State<Arc<AppState>>, h: HeaderMap, Path(id): Path<String>) -> Response {
+    if let Err(e) = s.auth.authenticate(&h) {
+        return GatewayError::from(e.envelope()).into_response();
+    }
+    if s.router.public_names().any(|n| n == id) {
+        return axum::Json(model_object(&id)).into_response();
+    }
+    GatewayError::from(
+        ErrorEnvelope::new(
+            404,
+            "invalid_request_error",
+            format!("The model `{id}` does not exist or you do not have access to it."),
+        )
+        .with_param("model")
+        .with_code("model_not_found"),
+    )
+    .into_response()
+}
+
+async fn liveliness() -> Response {
+    axum::Json("I'm alive!").into_response()
+}
+
+async fn readiness(State(s): State<Arc<AppState>>) -> Response {
+    if s.shutting_down.load(Ordering::Relaxed) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({"status": "shutting_down"})),
+        )
+            .into_response();
+    }
+    axum::Json(
+        json!({"status": "healthy", "db": "Not connected", "litellm_version": crate::VERSION}),
+    )
+    .into_response()
+}
+
+async fn not_found(uri: http::Uri) -> Response {
+    GatewayError::from(ErrorEnvelope::new(
+        404,
+        "invalid_request_error",
+        format!("Unknown route: {}", uri.path()),
+    ))
+    .into_response()
+}

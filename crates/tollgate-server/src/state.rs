@@ -1,0 +1,148 @@
+//! Everything the request path needs, built once from the LiteLLM config.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use tollgate_config::{Config, LoadedConfig, ModelEntry};
+use tollgate_providers::{Deployment, DeploymentError, DeploymentSpec, UpstreamClient};
+use tollgate_router::{ModelGroup, RoutedDeployment, Router};
+
+use crate::auth::Authenticator;
+use crate::relay::{CallSink, LogSink};
+
+/// Default bound on a request body: 64 MiB (images as base64 make chat bodies large).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
+
+/// Shared state of the running gateway.
+#[derive(Debug)]
+pub struct AppState {
+    /// Model groups and deployment selection.
+    pub router: Router,
+    /// The authentication step.
+    pub auth: Authenticator,
+    /// The pooled upstream client.
+    pub client: UpstreamClient,
+    /// Where finished calls are reported (settlement seam).
+    pub sink: Arc<dyn CallSink>,
+    /// Request body bound, bytes (`general_settings.max_request_size_mb`).
+    pub max_request_bytes: usize,
+    /// Set once shutdown begins: readiness answers 503.
+    pub shutting_down: AtomicBool,
+}
+
+/// Why the state could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// A deployment is unusable.
+    #[error(transparent)]
+    Deployment(#[from] DeploymentError),
+    /// The HTTP client could not be built.
+    #[error(transparent)]
+    Client(#[from] tollgate_providers::UpstreamError),
+}
+
+impl AppState {
+    /// Builds the state. `env` looks up provider env vars (API keys, base URLs).
+    pub fn build(
+        loaded: &LoadedConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, StateError> {
+        let config = &loaded.config;
+        let mut groups: Vec<(String, Vec<RoutedDeployment>)> = Vec::new();
+        for entry in &config.model_list {
+            let d = Arc::new(Deployment::build(deployment_spec(config, entry), env)?);
+            let p = &entry.litellm_params;
+            let routed = RoutedDeployment {
+                deployment: d,
+                weight: p
+                    .weight
+                    .or(p.rpm.map(|r| r as f64))
+                    .or(p.tpm.map(|t| t as f64))
+                    .unwrap_or(1.0),
+                order: p.order.unwrap_or(u32::MAX),
+            };
+            match groups.iter_mut().find(|(n, _)| *n == entry.model_name) {
+                Some((_, v)) => v.push(routed),
+                None => groups.push((entry.model_name.clone(), vec![routed])),
+            }
+        }
+        let client = UpstreamClient::new(
+            groups
+                .iter()
+                .flat_map(|(_, v)| v.iter().map(|r| r.deployment.as_ref())),
+        )?;
+        let aliases: HashMap<String, String> = config
+            .router_settings
+            .model_group_alias
+            .iter()
+            .map(|(alias, target)| (alias.clone(), target.group().to_owned()))
+            .collect();
+        let router = Router::new(
+            groups
+                .into_iter()
+                .map(|(name, deps)| ModelGroup::new(name, deps))
+                .collect(),
+            aliases,
+        );
+        let auth = Authenticator::new(
+            loaded.master_key.as_ref().map(|k| k.expose()),
+            config.general_settings.litellm_key_header_name.as_deref(),
+        );
+        Ok(AppState {
+            router,
+            auth,
+            client,
+            sink: Arc::new(LogSink),
+            max_request_bytes: mb(config.general_settings.max_request_size_mb)
+                .unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
+            shutting_down: AtomicBool::new(false),
+        })
+    }
+}
+
+fn mb(v: Option<f64>) -> Option<usize> {
+    v.filter(|m| m.is_finite() && *m > 0.0)
+        .map(|m| (m * 1024.0 * 1024.0) as usize)
+}
+
+/// Maps one `model_list` entry to a provider deployment spec. Timeouts fall back from the
+/// deployment to `router_settings` to `litellm_settings.request_timeout`.
+fn deployment_spec(config: &Config, entry: &ModelEntry) -> DeploymentSpec {
+    let p = &entry.litellm_params;
+    let provider = match p.provider() {
+        "*" => "openai",
+        other => other,
+    };
+    let upstream_model = if p.model == "*" {
+        "*".to_owned()
+    } else {
+        p.upstream_model().to_owned()
+    };
+    let mock_response = p.mock_response.as_ref().map(|v| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    DeploymentSpec {
+        id: entry.deployment_id(),
+        model_group: entry.model_name.clone(),
+        provider: provider.to_owned(),
+        upstream_model,
+        api_base: p.api_base.clone(),
+        api_key: p.api_key.as_ref().map(|k| k.expose().to_owned()),
+        organization: p.organization.clone(),
+        extra_headers: p
+            .extra_headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        defaults: p.request_defaults(),
+        timeout_s: p
+            .timeout
+            .or(config.router_settings.timeout)
+            .or(config.litellm_settings.request_timeout),
+        stream_timeout_s: p.stream_timeout.or(config.router_settings.stream_timeout),
+        max_response_bytes: mb(config.general_settings.max_response_size_mb).unwrap_or(0),
+        mock_response,
+    }
+}

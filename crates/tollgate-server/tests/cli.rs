@@ -1,0 +1,67 @@
+//! The `tollgate` command line: check-config, invalid configs, --version.
+
+use std::process::Command;
+
+fn tollgate() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tollgate"));
+    c.env_remove("LITELLM_MASTER_KEY")
+        .env_remove("CONFIG_FILE_PATH");
+    c
+}
+
+fn write(name: &str, text: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("tollgate-cli-{}-{name}", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn check_config_prints_groups_with_secrets_masked() {
+    let p = write(
+        "ok.yaml",
+        "model_list:\n  - model_name: gpt-4o\n    litellm_params:\n      model: openai/gpt-4o\n      api_key: sk-live-SECRETVALUE1234\n  - model_name: local\n    litellm_params:\n      model: hosted_vllm/qwen\n      api_base: http://127.0.0.1:8000/v1\nlitellm_settings:\n  callbacks: [\"langfuse\"]\n",
+    );
+    let out = tollgate().arg("check-config").arg(&p).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("gpt-4o") && stdout.contains("local"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("hosted_vllm"), "{stdout}");
+    assert!(!stdout.contains("SECRETVALUE"), "secret printed: {stdout}");
+    assert!(
+        stdout.contains("litellm_settings.callbacks"),
+        "unimplemented key named: {stdout}"
+    );
+}
+
+#[test]
+fn invalid_config_exits_nonzero_naming_key_and_line() {
+    let p = write(
+        "bad.yaml",
+        "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/a\n  - model_name: b\n    litellm_params:\n      api_base: http://x\n",
+    );
+    let out = tollgate().arg("check-config").arg(&p).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("model_list[1].litellm_params"), "{err}");
+    assert!(err.contains(":6:") || err.contains("line 6"), "{err}");
+    let p = write(
+        "yaml.yaml",
+        "model_list:\n  - model_name: a\n   litellm_params: {\n",
+    );
+    let out = tollgate().arg("--config").arg(&p).output().unwrap();
+    assert!(!out.status.success());
+}
+
+#[test]
+fn version_flag() {
+    let out = tollgate().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+}
