@@ -54,6 +54,9 @@ pub(crate) struct ChunkDelta<'a> {
     pub refusal: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    /// Complete signed thinking blocks (written by `chat_to_anthropic`'s stream).
+    #[serde(default)]
+    pub thinking_blocks: Option<Vec<Value>>,
 }
 
 #[derive(Deserialize)]

@@ -21,7 +21,7 @@ pub fn request(
     opts: &RequestOptions,
     history: &[Value],
 ) -> Result<Value, TranslateError> {
-    let chat = responses_to_chat::request(req, &RequestOptions::default(), history)?;
+    let chat = responses_to_chat::request_with(req, &RequestOptions::default(), history, true)?;
     chat_to_anthropic::request(&chat, opts)
 }
 
@@ -32,7 +32,8 @@ pub fn response(msg: &Value, ctx: &ResponseContext<'_>) -> Result<Value, Transla
 }
 
 /// Anthropic events → Responses events: a [`chat_to_anthropic::StreamTranslator`] (usage
-/// chunk on, thinking dropped) feeding a [`responses_to_chat::StreamTranslator`].
+/// chunk on; thinking as `reasoning_content` + signed `thinking_blocks`) feeding a
+/// [`responses_to_chat::StreamTranslator`], which turns thinking into `reasoning` items.
 #[derive(Debug)]
 pub struct StreamTranslator {
     inner: chat_to_anthropic::StreamTranslator,
@@ -47,7 +48,7 @@ impl StreamTranslator {
             inner: chat_to_anthropic::StreamTranslator::new(chat_to_anthropic::StreamOptions {
                 include_usage: true,
                 created: ctx.created_at,
-                drop_reasoning: true,
+                drop_reasoning: false,
             }),
             outer: responses_to_chat::StreamTranslator::new(ctx),
             scratch: BytesMut::with_capacity(1024),

@@ -176,10 +176,15 @@ fn anthropic_chain() {
         assert_eq!(t.outcome(), StreamOutcome::Completed);
         streamed["completed_at"] = out["completed_at"].clone();
         assert_eq!(streamed, out, "{name}");
-        assert!(
-            !sse.windows(8).any(|w| w == b"thinking"),
-            "{name}: thinking never leaks"
-        );
+        // Thinking never reaches visible text.
+        for e in json_events(&sse) {
+            if e["type"] == "response.output_text.delta" {
+                assert!(
+                    !e["delta"].as_str().unwrap().contains("user wants"),
+                    "{name}"
+                );
+            }
+        }
     }
 
     let mut t = responses_to_anthropic::StreamTranslator::new(&ctx("resp_a2", &treq));
@@ -195,4 +200,61 @@ fn anthropic_chain() {
         last["response"]["error"],
         json!({"code":"server_error","message":"Overloaded"})
     );
+}
+
+#[test]
+fn anthropic_thinking_round_trips_through_a_responses_client() {
+    let opts = RequestOptions::default();
+    let first = json!({"model":"claude-sonnet-4-5","input":"Weather in Paris?","reasoning":{"effort":"medium"},
+        "tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]});
+    let anth = fixture("anthropic/messages/thinking_tools.response.json");
+    let resp = responses_to_anthropic::response(&anth, &ctx("resp_t1", &first)).unwrap();
+    assert_eq!(resp["output"][0]["type"], "reasoning");
+    assert_eq!(
+        resp["output"][0]["summary"][0]["text"],
+        anth["content"][0]["thinking"]
+    );
+    assert_eq!(resp["output"][1]["type"], "function_call");
+    // Streaming gives the same reasoning item.
+    let mut t = responses_to_anthropic::StreamTranslator::new(&ctx("resp_t1", &first));
+    run_pieces(
+        &mut t,
+        &[&fixture_bytes(
+            "anthropic/messages/thinking_tools.stream.sse",
+        )],
+    );
+    assert_eq!(t.response().unwrap()["output"][0], resp["output"][0]);
+
+    // Stateless follow-up: the client sends the output items back with the tool result.
+    let mut input = vec![json!({"role":"user","content":"Weather in Paris?"})];
+    input.extend(resp["output"].as_array().unwrap().iter().cloned());
+    input.push(json!({"type":"function_call_output","call_id":"toolu_mock_weather_01","output":"{\"temp_c\":18}"}));
+    let mut follow = first.clone();
+    follow["input"] = Value::Array(input);
+    let req = responses_to_anthropic::request(&follow, &opts, &[]).unwrap();
+    assert_eq!(
+        req["thinking"],
+        json!({"type":"enabled","budget_tokens":4096})
+    );
+    let assistant = &req["messages"][1];
+    assert_eq!(
+        assistant["content"][0], anth["content"][0],
+        "thinking block with signature, intact"
+    );
+    assert_eq!(assistant["content"][1]["type"], "tool_use");
+    assert_eq!(req["messages"][2]["content"][0]["type"], "tool_result");
+
+    // previous_response_id: the stored history carries the same blocks.
+    let history = history_after(&[], &first, &resp).unwrap();
+    let by_id = json!({"model":"claude-sonnet-4-5","previous_response_id":"resp_t1","reasoning":{"effort":"medium"},
+        "input":[{"type":"function_call_output","call_id":"toolu_mock_weather_01","output":"{\"temp_c\":18}"}]});
+    let req2 = responses_to_anthropic::request(&by_id, &opts, &history).unwrap();
+    assert_eq!(req2["messages"], req["messages"]);
+
+    // Toward a Chat upstream: reasoning text only, no Anthropic blocks.
+    let chat = responses_to_chat::request(&follow, &opts, &[]).unwrap();
+    let a = &chat["messages"][1];
+    assert_eq!(a["reasoning_content"], anth["content"][0]["thinking"]);
+    assert!(a.get("thinking_blocks").is_none());
+    assert!(a["content"].is_null());
 }

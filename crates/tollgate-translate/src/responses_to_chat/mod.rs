@@ -13,6 +13,7 @@ mod stream;
 use serde_json::Value;
 
 pub use request::request;
+pub(crate) use request::request_with;
 pub use response::{ResponseContext, response};
 pub use stream::StreamTranslator;
 

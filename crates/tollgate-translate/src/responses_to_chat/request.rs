@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::response::THINKING_PREFIX;
 use crate::TranslateError;
 use crate::common::object;
 use crate::options::{MaxTokensField, RequestOptions};
@@ -20,7 +21,10 @@ use crate::options::{MaxTokensField, RequestOptions};
 ///   `file_data` → `file`), `function_call` → assistant `tool_calls` (consecutive calls, and a
 ///   preceding assistant message, form one assistant message), `function_call_output` → `tool`
 ///   messages (image parts of an output follow in a user message, as for Anthropic tool
-///   results), `reasoning` items dropped (chat has no carrier for them).
+///   results); a `reasoning` item's summary text goes to the next assistant message's
+///   `reasoning_content` (unless [`RequestOptions::drop_reasoning_history`]) and, toward
+///   Anthropic only, the signed thinking blocks in its `encrypted_content` (written by
+///   [`super::response`]) to that message's `thinking_blocks`, so Anthropic gets them back intact.
 /// - `tools`: flat `{"type":"function","name",...}` → nested `{"type":"function","function":{...}}`.
 /// - `tool_choice` keeps meaning and shape: `"auto"`/`"none"`/`"required"` stay strings,
 ///   `{"type":"function","name"}` → `{"type":"function","function":{"name"}}`,
@@ -40,6 +44,17 @@ pub fn request(
     req: &Value,
     opts: &RequestOptions,
     history: &[Value],
+) -> Result<Value, TranslateError> {
+    request_with(req, opts, history, false)
+}
+
+/// [`request`], keeping signed `thinking_blocks` on assistant messages when `keep_thinking`
+/// (the intermediate chat document toward Anthropic; a Chat upstream would reject the field).
+pub(crate) fn request_with(
+    req: &Value,
+    opts: &RequestOptions,
+    history: &[Value],
+    keep_thinking: bool,
 ) -> Result<Value, TranslateError> {
     let r = object(req, "body")?;
     let model = match &opts.upstream_model {
@@ -62,6 +77,16 @@ pub fn request(
         "input",
         &mut messages,
     )?;
+    for m in &mut messages {
+        if let Some(obj) = m.as_object_mut() {
+            if !keep_thinking {
+                obj.remove("thinking_blocks");
+            }
+            if opts.drop_reasoning_history {
+                obj.remove("reasoning_content");
+            }
+        }
+    }
     out.insert("messages".into(), Value::Array(messages));
 
     if let Some(n) = r.get("max_output_tokens").filter(|v| v.is_u64()) {
@@ -214,6 +239,8 @@ pub(crate) fn input_messages(
     };
     // Image parts of function_call_output items, sent after the run of tool messages.
     let mut pending: Vec<Value> = Vec::new();
+    // A reasoning item's text and signed thinking blocks, for the next assistant message.
+    let mut reasoning: Option<(String, Vec<Value>)> = None;
     for (i, item) in items.iter().enumerate() {
         let p = format!("{path}[{i}]");
         let ty =
@@ -284,12 +311,39 @@ pub(crate) fn input_messages(
                 };
                 out.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
             }
-            "reasoning" => {}
+            "reasoning" => {
+                let text: Vec<&str> = item
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect();
+                let blocks = item
+                    .get("encrypted_content")
+                    .and_then(Value::as_str)
+                    .and_then(|e| e.strip_prefix(THINKING_PREFIX))
+                    .and_then(|j| serde_json::from_str::<Vec<Value>>(j).ok())
+                    .unwrap_or_default();
+                let entry = reasoning.get_or_insert_with(Default::default);
+                entry.0.push_str(&text.join("\n\n"));
+                entry.1.extend(blocks);
+            }
             other => {
                 return Err(TranslateError::unsupported(
                     format!("{p}.type"),
                     format!("input item `{other}` cannot be sent to a Chat Completions deployment"),
                 ));
+            }
+        }
+        if let Some(last) = out.last_mut().filter(|m| m["role"] == "assistant")
+            && let Some((text, blocks)) = reasoning.take()
+        {
+            if !text.is_empty() {
+                last["reasoning_content"] = text.into();
+            }
+            if !blocks.is_empty() {
+                last["thinking_blocks"] = blocks.into();
             }
         }
     }

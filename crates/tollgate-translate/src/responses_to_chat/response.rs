@@ -27,6 +27,36 @@ pub(crate) fn message_item_id(response_id: &str) -> String {
     )
 }
 
+/// The reasoning item id for the item at `output_index`: `rs_` + the response id without
+/// `resp_` + `_` + the index.
+pub(crate) fn reasoning_item_id(response_id: &str, output_index: usize) -> String {
+    format!(
+        "rs_{}_{output_index}",
+        response_id.strip_prefix("resp_").unwrap_or(response_id)
+    )
+}
+
+/// Prefix of a reasoning item's `encrypted_content` when it carries Anthropic thinking blocks
+/// (JSON array after the prefix). Opaque to the client, which sends it back unchanged; the
+/// request translation turns it back into the blocks, signatures intact.
+pub(crate) const THINKING_PREFIX: &str = "tollgate-thinking-v1:";
+
+/// A `reasoning` output item: the reasoning text as one `summary_text` part (none when empty),
+/// and the signed thinking blocks, if any, as `encrypted_content`.
+pub(crate) fn reasoning_item(id: &str, text: &str, blocks: &[Value]) -> Value {
+    let summary = if text.is_empty() {
+        json!([])
+    } else {
+        json!([{"type": "summary_text", "text": text}])
+    };
+    let mut item = json!({"id": id, "type": "reasoning", "summary": summary});
+    if !blocks.is_empty() {
+        item["encrypted_content"] =
+            format!("{THINKING_PREFIX}{}", Value::from(blocks.to_vec())).into();
+    }
+    item
+}
+
 /// The function-call item id for a call: `fc_` + the call id without `call_`.
 pub(crate) fn call_item_id(call_id: &str) -> String {
     format!("fc_{}", call_id.strip_prefix("call_").unwrap_or(call_id))
@@ -141,8 +171,10 @@ pub(crate) fn call_item(call_id: &str, name: &str, arguments: &str, status: &str
 ///
 /// `choices[0].message.content` → one `message` output item with an `output_text` part (or a
 /// `refusal` part); each tool call → a `function_call` item (`id` `fc_...`, `call_id` = the
-/// chat tool-call id, `arguments` as sent). Reasoning text (`reasoning_content`) is not
-/// exposed (Chat upstreams give no encrypted reasoning to hand back). `finish_reason`
+/// chat tool-call id, `arguments` as sent). Reasoning (`reasoning_content`, and the
+/// `thinking_blocks` of an Anthropic upstream) comes first as a `reasoning` item: the text as its
+/// summary, the signed blocks as `encrypted_content` (see [`super::request`]), never as
+/// `output_text`. `finish_reason`
 /// `length`/`content_filter` → `status: incomplete` with `incomplete_details.reason`
 /// `max_output_tokens`/`content_filter`. Usage via [`Usage::to_responses`].
 ///
@@ -156,6 +188,22 @@ pub fn response(chat: &Value, ctx: &ResponseContext<'_>) -> Result<Value, Transl
         .get("message")
         .ok_or_else(|| TranslateError::InvalidResponse("choice has no message".into()))?;
     let mut output = Vec::new();
+    let reasoning = message
+        .get("reasoning_content")
+        .or_else(|| message.get("reasoning"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let blocks: &[Value] = message
+        .get("thinking_blocks")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    if !reasoning.is_empty() || !blocks.is_empty() {
+        output.push(reasoning_item(
+            &reasoning_item_id(ctx.response_id, 0),
+            reasoning,
+            blocks,
+        ));
+    }
     let text = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use tollgate_protocol::ParsedEvent;
 
 use super::response::{
-    ResponseContext, call_item, call_item_id, message_item, message_item_id, response_object,
-    status_for,
+    ResponseContext, call_item, call_item_id, message_item, message_item_id, reasoning_item,
+    reasoning_item_id, response_object, status_for,
 };
 use crate::chat_chunk::{ChatChunk, tool_position};
 use crate::usage::Usage;
@@ -15,6 +15,14 @@ use crate::{StreamOutcome, TranslateError, sse_out};
 
 #[derive(Debug)]
 enum Item {
+    Reasoning {
+        id: String,
+        text: String,
+        /// Signed thinking blocks, returned as `encrypted_content`.
+        blocks: Vec<Value>,
+        /// Whether the summary part was announced (there was reasoning text).
+        has_part: bool,
+    },
     Message {
         text: String,
         refusal: bool,
@@ -46,7 +54,10 @@ enum Item {
 /// - an upstream `{"error"}` chunk, an unreadable chunk, or EOF before `finish_reason` →
 ///   `response.failed` with `response.error {code, message}`.
 ///
-/// Reasoning deltas are not forwarded (see [`super::response`]).
+/// Reasoning (`delta.reasoning_content` / `delta.reasoning`) becomes a `reasoning` item:
+/// `response.output_item.added`, `response.reasoning_summary_part.added`,
+/// `response.reasoning_summary_text.delta`s, the matching `.done` events; signed thinking blocks
+/// (`delta.thinking_blocks`, from an Anthropic upstream) end up in its `encrypted_content`.
 #[derive(Debug)]
 pub struct StreamTranslator {
     response_id: String,
@@ -170,6 +181,12 @@ impl StreamTranslator {
         }
         for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
             if let Some(delta) = &choice.delta {
+                if let Some(r) = delta.reasoning_text() {
+                    self.reasoning_text(out, r);
+                }
+                if let Some(blocks) = delta.thinking_blocks.as_ref().filter(|b| !b.is_empty()) {
+                    self.reasoning_blocks(out, blocks);
+                }
                 if let Some(t) = delta.content.as_deref().filter(|t| !t.is_empty()) {
                     self.text(out, t, false);
                 }
@@ -326,6 +343,76 @@ impl StreamTranslator {
         self.emit(out, "response.in_progress", json!({"response": r}));
     }
 
+    /// Index of the open reasoning item, opening one (and closing another item) if needed.
+    fn open_reasoning(&mut self, out: &mut BytesMut) -> usize {
+        if let Some(i) = self.open
+            && matches!(self.items[i], Item::Reasoning { .. })
+        {
+            return i;
+        }
+        self.close(out);
+        let i = self.items.len();
+        let id = reasoning_item_id(&self.response_id, i);
+        self.emit(
+            out,
+            "response.output_item.added",
+            json!({"output_index": i, "item": {"id": id, "type": "reasoning", "summary": []}}),
+        );
+        self.items.push(Item::Reasoning {
+            id,
+            text: String::new(),
+            blocks: Vec::new(),
+            has_part: false,
+        });
+        self.open = Some(i);
+        i
+    }
+
+    fn reasoning_text(&mut self, out: &mut BytesMut, t: &str) {
+        let i = self.open_reasoning(out);
+        let Item::Reasoning {
+            id, text, has_part, ..
+        } = &mut self.items[i]
+        else {
+            return;
+        };
+        text.push_str(t);
+        let first = !*has_part;
+        *has_part = true;
+        let id = id.clone();
+        if first {
+            self.emit(
+                out,
+                "response.reasoning_summary_part.added",
+                json!({"item_id": id, "output_index": i, "summary_index": 0, "part": {"type": "summary_text", "text": ""}}),
+            );
+        }
+        self.emit(
+            out,
+            "response.reasoning_summary_text.delta",
+            json!({"item_id": id, "output_index": i, "summary_index": 0, "delta": t}),
+        );
+    }
+
+    /// Attaches signed thinking blocks to the open reasoning item, else to the last one, else
+    /// to a new one (a `redacted_thinking` block has no text before it).
+    fn reasoning_blocks(&mut self, out: &mut BytesMut, new_blocks: &[Value]) {
+        let open_is_reasoning = self
+            .open
+            .is_some_and(|i| matches!(self.items[i], Item::Reasoning { .. }));
+        let last = self
+            .items
+            .iter()
+            .rposition(|it| matches!(it, Item::Reasoning { .. }));
+        let i = match (open_is_reasoning, last) {
+            (false, Some(i)) => i,
+            _ => self.open_reasoning(out),
+        };
+        if let Item::Reasoning { blocks, .. } = &mut self.items[i] {
+            blocks.extend(new_blocks.iter().cloned());
+        }
+    }
+
     fn text(&mut self, out: &mut BytesMut, t: &str, refusal: bool) {
         let idx = match self.open {
             Some(i) if matches!(&self.items[i], Item::Message { refusal: r, .. } if *r == refusal) => {
@@ -386,6 +473,24 @@ impl StreamTranslator {
         let Some(i) = self.open.take() else { return };
         let item = self.item_json(i, "completed");
         match &self.items[i] {
+            Item::Reasoning {
+                id, text, has_part, ..
+            } => {
+                if *has_part {
+                    let (id, text) = (id.clone(), text.clone());
+                    self.emit(
+                        out,
+                        "response.reasoning_summary_text.done",
+                        json!({"item_id": id, "output_index": i, "summary_index": 0, "text": text}),
+                    );
+                    self.emit(
+                        out,
+                        "response.reasoning_summary_part.done",
+                        json!({"item_id": id, "output_index": i, "summary_index": 0,
+                               "part": {"type": "summary_text", "text": text}}),
+                    );
+                }
+            }
             Item::Message { text, refusal } => {
                 let id = self.msg_id.clone();
                 let (done_ty, done) = if *refusal {
@@ -423,6 +528,9 @@ impl StreamTranslator {
 
     fn item_json(&self, i: usize, status: &str) -> Value {
         match &self.items[i] {
+            Item::Reasoning {
+                id, text, blocks, ..
+            } => reasoning_item(id, text, blocks),
             Item::Message { text, refusal } => message_item(&self.msg_id, text, *refusal, status),
             Item::Call {
                 call_id,
