@@ -287,6 +287,35 @@ impl Out<'_> {
     }
 }
 
+/// Cut an SSE body after each event terminator (`\n\n` or `\r\n\r\n`); the pieces rejoin to
+/// the original bytes.
+pub(crate) fn split_events(body: &Bytes) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < body.len() {
+        let end = if body[i..].starts_with(b"\r\n\r\n") {
+            Some(i + 4)
+        } else if body[i..].starts_with(b"\n\n") {
+            Some(i + 2)
+        } else {
+            None
+        };
+        match end {
+            Some(e) => {
+                out.push(body.slice(start..e));
+                start = e;
+                i = e;
+            }
+            None => i += 1,
+        }
+    }
+    if start < body.len() {
+        out.push(body.slice(start..));
+    }
+    out
+}
+
 /// Handle one request (never fails: every problem becomes an HTTP response).
 pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<MockBody> {
     let (parts, body) = req.into_parts();
@@ -391,6 +420,20 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Respons
     }
     if let Some(name) = behavior.fixture.as_deref() {
         return match state.fixtures.get(name) {
+            // With a chunk delay (and no explicit split), an SSE fixture is sent event by event
+            // (cut after each blank line) with that pause between events.
+            Some(fx)
+                if behavior.chunk_delay_ms.is_some() && fx.content_type == "text/event-stream" =>
+            {
+                out.build(
+                    fx.status,
+                    fx.content_type,
+                    split_events(&fx.bytes),
+                    true,
+                    None,
+                    guard,
+                )
+            }
             Some(fx) => out.build(
                 fx.status,
                 fx.content_type,
@@ -527,6 +570,22 @@ mod tests {
             route_of(&Method::POST, "/messages/count_tokens"),
             Route::CountTokens
         );
+    }
+
+    #[test]
+    fn sse_event_split() {
+        let b = Bytes::from_static(b"data: a\n\ndata: b\r\n\r\ndata: [DONE]\n\ntrailing");
+        let parts = split_events(&b);
+        assert_eq!(
+            parts,
+            vec![
+                "data: a\n\n",
+                "data: b\r\n\r\n",
+                "data: [DONE]\n\n",
+                "trailing"
+            ]
+        );
+        assert_eq!(parts.concat(), b.to_vec());
     }
 
     #[test]

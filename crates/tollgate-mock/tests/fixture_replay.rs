@@ -170,3 +170,27 @@ async fn unknown_fixture_is_404_and_any_post_path_replays() {
     assert_eq!(r.body(), file(rel));
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn sse_fixture_with_chunk_delay_is_sent_event_by_event() {
+    let mock = start().await;
+    let rel = "anthropic/messages/text.stream.sse";
+    let t = std::time::Instant::now();
+    let r = post(
+        &mock.base_url(),
+        "/v1/messages",
+        &[("x-mock-fixture", rel), ("x-mock-chunk-delay-ms", "20")],
+        &json!({}),
+    )
+    .await;
+    let expected = file(rel);
+    assert_eq!(r.body(), expected);
+    let events = String::from_utf8(expected).unwrap().matches("\n\n").count();
+    assert!(
+        r.frames.len() >= events,
+        "{} frames for {events} events",
+        r.frames.len()
+    );
+    assert!(t.elapsed() >= std::time::Duration::from_millis(20 * (events as u64 - 1)));
+    mock.shutdown().await;
+}

@@ -203,7 +203,17 @@ fn stream(
     } else {
         "]}"
     };
-    let ev = |choice: &Value| data_event(&format!("{prefix}{choice}{suffix}"));
+    // One allocation per event: "data: " + prefix + choice + suffix + "\n\n".
+    let raw = |choice: &str| {
+        let mut s = String::with_capacity(prefix.len() + choice.len() + suffix.len() + 8);
+        s.push_str("data: ");
+        s.push_str(&prefix);
+        s.push_str(choice);
+        s.push_str(suffix);
+        s.push_str("\n\n");
+        Bytes::from(s)
+    };
+    let ev = |choice: &Value| raw(&choice.to_string());
     let midstream = ctx.behavior.midstream_error_after;
     let mut out = Vec::with_capacity(n * (pieces.len() + 2) + 3);
 
@@ -230,6 +240,16 @@ fn stream(
         if midstream == Some(k) {
             out.push(midstream_error_event());
             return out;
+        }
+        if tool.is_none() && !logprobs {
+            // Hot path (benchmarks): plain text deltas written without building a JSON tree.
+            let esc = serde_json::to_string(frag).unwrap_or_default();
+            for i in 0..n {
+                out.push(raw(&format!(
+                    r#"{{"index":{i},"delta":{{"content":{esc}}},"logprobs":null,"finish_reason":null}}"#
+                )));
+            }
+            continue;
         }
         for i in 0..n {
             let (delta, lp) = match tool {
