@@ -149,3 +149,28 @@ async fn no_record_and_bound() {
     assert_eq!(seqs, vec![3, 4]);
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn h2c_prior_knowledge_is_served_and_recorded() {
+    let mock = start().await;
+    let c: hyper_util::client::legacy::Client<_, http_body_util::Full<bytes::Bytes>> =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .http2_only(true)
+            .build_http();
+    let body =
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "h2"}]});
+    let req = http::Request::post(format!("{}/v1/chat/completions", mock.base_url()))
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            serde_json::to_vec(&body).unwrap(),
+        )))
+        .unwrap();
+    let resp = c.request(req).await.unwrap();
+    assert_eq!(resp.version(), http::Version::HTTP_2);
+    let text = resp.into_body().collect().await.unwrap().to_bytes();
+    assert!(text.ends_with(b"data: [DONE]\n\n"));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let o = &mock.drain_observations()[0];
+    assert_eq!(o.status, Some(200));
+    assert_eq!(o.bytes_sent, text.len() as u64);
+    mock.shutdown().await;
+}

@@ -214,3 +214,90 @@ async fn missing_messages_is_400() {
     assert_eq!(r.json()["error"]["type"], "invalid_request_error");
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn logprobs_and_n2_stream_interleave() {
+    let mock = start().await;
+    let body = json!({"model": "m", "logprobs": true, "top_logprobs": 2, "messages": [{"role": "user", "content": "Hi"}]});
+    let v = post(
+        &mock.base_url(),
+        "/v1/chat/completions",
+        &[("x-mock-chunks", "3")],
+        &body,
+    )
+    .await
+    .json();
+    let content = v["choices"][0]["logprobs"]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 3);
+    let joined: String = content
+        .iter()
+        .map(|c| c["token"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        joined,
+        v["choices"][0]["message"]["content"].as_str().unwrap()
+    );
+    let first = &content[0];
+    let tok = first["token"].as_str().unwrap();
+    let bytes: Vec<u8> = first["bytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap() as u8)
+        .collect();
+    assert_eq!(bytes, tok.as_bytes());
+    assert_eq!(first["top_logprobs"].as_array().unwrap().len(), 2);
+    assert!(first["logprob"].as_f64().unwrap() < 0.0);
+
+    let body = json!({"model": "m", "n": 2, "stream": true, "logprobs": true, "messages": [{"role": "user", "content": "Hi"}]});
+    let chunks = post(
+        &mock.base_url(),
+        "/v1/chat/completions",
+        &[("x-mock-chunks", "2")],
+        &body,
+    )
+    .await
+    .sse_data();
+    let idx: Vec<u64> = chunks
+        .iter()
+        .map(|c| c["choices"][0]["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(idx, vec![0, 1, 0, 1, 0, 1, 0, 1]);
+    assert!(chunks[2]["choices"][0]["logprobs"]["content"][0]["token"].is_string());
+    assert_eq!(chunks[7]["choices"][0]["finish_reason"], "stop");
+    mock.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_completions_stream_and_not() {
+    let mock = start().await;
+    let v = post(
+        &mock.base_url(),
+        "/v1/completions",
+        &[],
+        &json!({"model": "m", "prompt": "Say this is a test"}),
+    )
+    .await
+    .json();
+    assert_eq!(v["object"], "text_completion");
+    assert_eq!(
+        v["choices"][0]["text"],
+        "This is a mock response to: Say this is a test"
+    );
+    assert_eq!(v["usage"]["prompt_tokens"], 5);
+    let r = post(&mock.base_url(), "/completions", &[("x-mock-chunks", "3")],
+        &json!({"model": "m", "prompt": "Say this is a test", "stream": true, "stream_options": {"include_usage": true}})).await;
+    let chunks = r.sse_data();
+    assert_eq!(chunks.len(), 3 + 1 + 1);
+    let text: String = chunks[..3]
+        .iter()
+        .map(|c| c["choices"][0]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "This is a mock response to: Say this is a test");
+    assert_eq!(chunks[3]["choices"][0]["finish_reason"], "stop");
+    assert_eq!(chunks[3]["usage"], serde_json::Value::Null);
+    assert_eq!(chunks[4]["choices"], json!([]));
+    assert_eq!(chunks[4]["usage"]["total_tokens"], 5 + 12);
+    assert!(r.text().ends_with("data: [DONE]\n\n"));
+    mock.shutdown().await;
+}
