@@ -101,27 +101,65 @@ fn prose(tokens: u64) -> String {
     s
 }
 
-fn chat(tokens: u64) -> Value {
+/// Real text: this crate's own Rust sources and built-in price table (code, doc comments,
+/// JSON), repeated until the prompt holds about `tokens` o200k tokens.
+fn source_text(tokens: u64) -> String {
+    const FILES: &[&str] = &[
+        include_str!("../src/admission/memory.rs"),
+        include_str!("../src/admission/engine.rs"),
+        include_str!("../src/duration.rs"),
+        include_str!("../src/pricing/cost.rs"),
+        include_str!("../data/prices.json"),
+    ];
+    let mut s = String::new();
+    let mut i = 0;
+    while Encoding::O200kBase.count(&s) < tokens {
+        s.push_str(FILES[i % FILES.len()]);
+        i += 1;
+    }
+    let mut end = s.len();
+    while Encoding::O200kBase.count(&s[..end]) > tokens {
+        end = s.floor_char_boundary(end - end / 50);
+    }
+    s.truncate(end);
+    s
+}
+
+fn chat(content: String) -> Value {
     json!([
         {"role": "system", "content": "You are a helpful assistant."},
-        {"role": "user", "content": prose(tokens)}
+        {"role": "user", "content": content}
     ])
 }
 
 #[divan::bench(args = [1_000, 10_000, 100_000])]
 fn o200k_chat_prompt(bencher: divan::Bencher, tokens: u64) {
-    let msgs = chat(tokens);
+    let msgs = chat(prose(tokens));
     bencher.bench(|| count_chat_messages(Encoding::O200kBase, divan::black_box(&msgs)));
 }
 
 #[divan::bench(args = [1_000, 10_000, 100_000])]
 fn cl100k_chat_prompt(bencher: divan::Bencher, tokens: u64) {
-    let msgs = chat(tokens);
+    let msgs = chat(prose(tokens));
     bencher.bench(|| count_chat_messages(Encoding::Cl100kBase, divan::black_box(&msgs)));
 }
 
 #[divan::bench(args = [100_000])]
 fn estimate_chat_prompt(bencher: divan::Bencher, tokens: u64) {
-    let msgs = chat(tokens);
+    let msgs = chat(prose(tokens));
     bencher.bench(|| count_chat_messages(Encoding::Estimate, divan::black_box(&msgs)));
+}
+
+#[divan::bench(args = [1_000, 10_000, 100_000])]
+fn o200k_source_code_prompt(bencher: divan::Bencher, tokens: u64) {
+    let msgs = chat(source_text(tokens));
+    bencher.bench(|| count_chat_messages(Encoding::O200kBase, divan::black_box(&msgs)));
+}
+
+/// The same 100K-token source text through tiktoken-rs alone (the baseline the fast path replaces).
+#[divan::bench(args = [100_000])]
+fn tiktoken_rs_baseline_source_code(bencher: divan::Bencher, tokens: u64) {
+    let text = source_text(tokens);
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    bencher.bench(|| bpe.encode_ordinary(divan::black_box(&text)).len());
 }

@@ -1,0 +1,125 @@
+//! Byte-pair counting over a rank table, for the ASCII fast path.
+//!
+//! The rank table (token bytes → rank) is rebuilt once from `tiktoken-rs`'s bundled
+//! vocabulary (`CoreBPE::decode_bytes` for every ordinary rank) into `FxHashMap`s, because
+//! `tiktoken-rs` keeps its own private. Merging follows tiktoken's `_byte_pair_merge`: repeatedly
+//! merge the adjacent pair with the lowest rank (leftmost on ties) until no pair is a token.
+
+use rustc_hash::FxHashMap;
+use tiktoken_rs::CoreBPE;
+
+use super::pretokenize::{Pattern, next_piece, segments};
+
+/// A vocabulary with its fast counting path. Tokens of up to 15 bytes (nearly all) are keyed
+/// by their bytes packed into a `u128` with the length in the top byte, so a lookup hashes two
+/// words and compares inline instead of chasing a pointer; longer tokens use a byte-slice map.
+pub(crate) struct Vocab {
+    bpe: &'static CoreBPE,
+    short: FxHashMap<u128, u32>,
+    long: FxHashMap<Box<[u8]>, u32>,
+    pattern: Pattern,
+}
+
+const PACK_MAX: usize = 15;
+
+#[inline]
+fn pack(b: &[u8]) -> u128 {
+    let mut buf = [0u8; 16];
+    buf[..b.len()].copy_from_slice(b);
+    buf[15] = b.len() as u8;
+    u128::from_le_bytes(buf)
+}
+
+impl Vocab {
+    /// Builds the rank table for ordinary ranks `0..n_ranks` (special tokens excluded).
+    pub(crate) fn new(bpe: &'static CoreBPE, n_ranks: u32, pattern: Pattern) -> Self {
+        let mut short = FxHashMap::with_capacity_and_hasher(n_ranks as usize, Default::default());
+        let mut long = FxHashMap::default();
+        for r in 0..n_ranks {
+            if let Ok(bytes) = bpe.decode_bytes(&[r]) {
+                if bytes.len() <= PACK_MAX {
+                    short.insert(pack(&bytes), r);
+                } else {
+                    long.insert(bytes.into_boxed_slice(), r);
+                }
+            }
+        }
+        Self {
+            bpe,
+            short,
+            long,
+            pattern,
+        }
+    }
+
+    /// Tokens in `text`: ASCII segments through the hand-written splitter and the rank table,
+    /// others through `tiktoken-rs`.
+    pub(crate) fn count(&self, text: &str) -> u64 {
+        let mut n = 0u64;
+        for (seg, ascii, last) in segments(text) {
+            if ascii {
+                let b = seg.as_bytes();
+                let mut i = 0;
+                while i < b.len() {
+                    let e = next_piece(self.pattern, b, i, last);
+                    n += self.piece_tokens(&b[i..e]);
+                    i = e;
+                }
+            } else {
+                n += self.bpe.encode_ordinary(seg).len() as u64;
+            }
+        }
+        n
+    }
+
+    #[inline]
+    fn rank(&self, bytes: &[u8]) -> u32 {
+        let found = if bytes.len() <= PACK_MAX {
+            self.short.get(&pack(bytes))
+        } else {
+            self.long.get(bytes)
+        };
+        found.copied().unwrap_or(u32::MAX)
+    }
+
+    /// Tokens of one pre-tokenized piece.
+    fn piece_tokens(&self, piece: &[u8]) -> u64 {
+        if piece.len() <= 1 || self.rank(piece) != u32::MAX {
+            return 1;
+        }
+        // parts[i] = (start of part i, rank of the pair starting at part i)
+        let mut parts: Vec<(usize, u32)> = Vec::with_capacity(piece.len() + 1);
+        let mut min = (u32::MAX, usize::MAX);
+        for i in 0..piece.len() - 1 {
+            let r = self.rank(&piece[i..i + 2]);
+            if r < min.0 {
+                min = (r, i);
+            }
+            parts.push((i, r));
+        }
+        parts.push((piece.len() - 1, u32::MAX));
+        parts.push((piece.len(), u32::MAX));
+        let pair_rank = |parts: &Vec<(usize, u32)>, i: usize| -> u32 {
+            if i + 3 < parts.len() {
+                self.rank(&piece[parts[i].0..parts[i + 3].0])
+            } else {
+                u32::MAX
+            }
+        };
+        while min.0 != u32::MAX {
+            let i = min.1;
+            if i > 0 {
+                parts[i - 1].1 = pair_rank(&parts, i - 1);
+            }
+            parts[i].1 = pair_rank(&parts, i);
+            parts.remove(i + 1);
+            min = (u32::MAX, usize::MAX);
+            for (j, &(_, r)) in parts[..parts.len() - 1].iter().enumerate() {
+                if r < min.0 {
+                    min = (r, j);
+                }
+            }
+        }
+        (parts.len() - 1) as u64
+    }
+}
