@@ -1,6 +1,193 @@
 //! Entities and persistence: virtual keys, teams, users, end users, budget tiers, tags,
-//! organizations, spend-log rows, and the store that loads and writes them.
+//! organizations, spend-log rows, and the [`GovernanceStore`] that loads and writes them.
+//!
+//! Nothing on a request's path touches the database: the server [`GovernanceStore::load`]s
+//! everything into its in-process cache at start, management API calls write through
+//! (`upsert_*`, `delete_*`) and update the cache, and spend plus spend-log rows are written
+//! behind in batches by [`WriteBehind`] (flushed on graceful shutdown).
+//!
+//! Tables and columns are LiteLLM's ([`schema`]), so a LiteLLM database keeps working.
 
+mod codec;
+mod entities;
 mod keys;
+pub mod schema;
+mod sqlite;
+mod writer;
 
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+pub use codec::{GetCol, ToRow, Val};
+pub use entities::*;
 pub use keys::{SecretKey, hash_key, is_key_hash, mask_key};
+pub use sqlite::SqliteStore;
+pub use writer::{FlushStats, SpendLogQueue, WriteBehind};
+
+use crate::admission::{ScopeKey, ScopeKind, SpendSnapshot};
+
+/// Errors of a [`GovernanceStore`]. Messages never contain a raw key (rows hold hashes only).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database refused or failed.
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    /// A stored value could not be decoded (bad JSON, timestamp).
+    #[error("cannot decode stored value: {0}")]
+    Decode(String),
+}
+
+/// Everything the in-process cache needs, read once at start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// Virtual keys.
+    pub keys: Vec<VerificationToken>,
+    /// Teams.
+    pub teams: Vec<Team>,
+    /// Internal users.
+    pub users: Vec<User>,
+    /// End users.
+    pub end_users: Vec<EndUser>,
+    /// Budget tiers.
+    pub budgets: Vec<BudgetTier>,
+    /// Team memberships.
+    pub memberships: Vec<TeamMembership>,
+    /// Organizations.
+    pub organizations: Vec<Organization>,
+    /// Tags.
+    pub tags: Vec<Tag>,
+}
+
+/// Filter of [`GovernanceStore::spend_logs`] (`/spend/logs` query parameters).
+#[derive(Debug, Clone, Default)]
+pub struct SpendLogFilter {
+    /// Key hash.
+    pub api_key: Option<String>,
+    /// Internal user id.
+    pub user_id: Option<String>,
+    /// Request id.
+    pub request_id: Option<String>,
+    /// Team id.
+    pub team_id: Option<String>,
+    /// End user id.
+    pub end_user: Option<String>,
+    /// `startTime >= start`.
+    pub start: Option<DateTime<Utc>>,
+    /// `startTime <= end`.
+    pub end: Option<DateTime<Utc>>,
+    /// At most this many rows, newest first.
+    pub limit: Option<u32>,
+}
+
+/// Persistence of governance entities and spend. Implemented by [`SqliteStore`]; a Postgres
+/// implementation uses the same catalogue with [`schema::Dialect::Postgres`].
+#[async_trait]
+pub trait GovernanceStore: Send + Sync + 'static {
+    /// Creates missing tables and adds missing columns; never alters or drops existing ones.
+    async fn migrate(&self) -> Result<(), StoreError>;
+    /// Reads every entity (start-up cache fill).
+    async fn load(&self) -> Result<Snapshot, StoreError>;
+    /// Inserts or replaces a key row (by `token`, the hash).
+    async fn upsert_key(&self, key: &VerificationToken) -> Result<(), StoreError>;
+    /// Moves keys (by hash) to `"LiteLLM_DeletedVerificationToken"`; returns how many existed.
+    async fn delete_keys(
+        &self,
+        hashes: &[String],
+        deleted_by: Option<&str>,
+    ) -> Result<u64, StoreError>;
+    /// True when a key with this hash was deleted (`/key/info` reports `status: deleted`).
+    async fn is_deleted_key(&self, hash: &str) -> Result<bool, StoreError>;
+    /// Inserts or replaces a team.
+    async fn upsert_team(&self, team: &Team) -> Result<(), StoreError>;
+    /// Deletes teams; returns the count.
+    async fn delete_teams(&self, ids: &[String]) -> Result<u64, StoreError>;
+    /// Inserts or replaces a user.
+    async fn upsert_user(&self, user: &User) -> Result<(), StoreError>;
+    /// Deletes users; returns the count.
+    async fn delete_users(&self, ids: &[String]) -> Result<u64, StoreError>;
+    /// Inserts or replaces an end user.
+    async fn upsert_end_user(&self, end_user: &EndUser) -> Result<(), StoreError>;
+    /// Deletes end users; returns the count.
+    async fn delete_end_users(&self, ids: &[String]) -> Result<u64, StoreError>;
+    /// Inserts or replaces a budget tier.
+    async fn upsert_budget(&self, budget: &BudgetTier) -> Result<(), StoreError>;
+    /// Deletes budget tiers; returns the count.
+    async fn delete_budgets(&self, ids: &[String]) -> Result<u64, StoreError>;
+    /// Inserts or replaces a team membership.
+    async fn upsert_membership(&self, m: &TeamMembership) -> Result<(), StoreError>;
+    /// Deletes a team membership; returns the count.
+    async fn delete_membership(&self, team_id: &str, user_id: &str) -> Result<u64, StoreError>;
+    /// Inserts or replaces an organization.
+    async fn upsert_organization(&self, org: &Organization) -> Result<(), StoreError>;
+    /// Inserts or replaces a tag.
+    async fn upsert_tag(&self, tag: &Tag) -> Result<(), StoreError>;
+    /// Writes a batch of spend counters (absolute `spend`, `budget_reset_at`) in one transaction.
+    async fn write_spend(&self, updates: &[SpendSnapshot]) -> Result<(), StoreError>;
+    /// Inserts a batch of spend-log rows in one transaction; a row whose `request_id` exists is
+    /// skipped (idempotent retries). Returns rows inserted.
+    async fn insert_spend_logs(&self, rows: &[SpendLogRow]) -> Result<u64, StoreError>;
+    /// Reads spend-log rows, newest first.
+    async fn spend_logs(&self, filter: &SpendLogFilter) -> Result<Vec<SpendLogRow>, StoreError>;
+}
+
+/// Where a scope's spend is stored.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SpendTarget {
+    pub table: &'static str,
+    pub where_clause: &'static str,
+    pub keys: Vec<String>,
+    pub has_reset_at: bool,
+    pub insert_if_missing: Option<&'static str>,
+}
+
+/// The row holding a scope's spend; `None` for scopes without a spend column (per-model-per-key
+/// and global spend are derived from spend logs, as in LiteLLM).
+pub(crate) fn spend_target(scope: &ScopeKey) -> Option<SpendTarget> {
+    let id = scope.id.to_string();
+    let simple = |table, col| SpendTarget {
+        table,
+        where_clause: col,
+        keys: vec![id.clone()],
+        has_reset_at: true,
+        insert_if_missing: None,
+    };
+    Some(match scope.kind {
+        ScopeKind::Key => simple("LiteLLM_VerificationToken", "\"token\" = ?"),
+        ScopeKind::Team => simple("LiteLLM_TeamTable", "\"team_id\" = ?"),
+        ScopeKind::User => simple("LiteLLM_UserTable", "\"user_id\" = ?"),
+        ScopeKind::Organization => SpendTarget {
+            has_reset_at: false,
+            ..simple("LiteLLM_OrganizationTable", "\"organization_id\" = ?")
+        },
+        ScopeKind::EndUser => SpendTarget {
+            has_reset_at: false,
+            insert_if_missing: Some(
+                "INSERT INTO \"LiteLLM_EndUserTable\" (\"user_id\", \"spend\", \"blocked\") VALUES (?, 0, false) ON CONFLICT (\"user_id\") DO NOTHING",
+            ),
+            ..simple("LiteLLM_EndUserTable", "\"user_id\" = ?")
+        },
+        ScopeKind::Tag => SpendTarget {
+            has_reset_at: false,
+            insert_if_missing: Some(
+                "INSERT INTO \"LiteLLM_TagTable\" (\"tag_name\", \"spend\") VALUES (?, 0) ON CONFLICT (\"tag_name\") DO NOTHING",
+            ),
+            ..simple("LiteLLM_TagTable", "\"tag_name\" = ?")
+        },
+        ScopeKind::TeamMember => {
+            let (team, user) = scope.id.split_once('/')?;
+            SpendTarget {
+                table: "LiteLLM_TeamMembership",
+                where_clause: "\"user_id\" = ? AND \"team_id\" = ?",
+                keys: vec![user.to_owned(), team.to_owned()],
+                has_reset_at: false,
+                insert_if_missing: Some(
+                    "INSERT INTO \"LiteLLM_TeamMembership\" (\"user_id\", \"team_id\", \"spend\") VALUES (?, ?, 0) ON CONFLICT (\"user_id\", \"team_id\") DO NOTHING",
+                ),
+            }
+        }
+        ScopeKind::ModelPerKey | ScopeKind::Global => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,415 @@
+//! [`SqliteStore`]: the embedded default — one SQLite file, LiteLLM's table and column names.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions, SqliteRow};
+use sqlx::{AssertSqlSafe, Row, SqlitePool};
+
+use super::codec::{GetCol, ToRow, Val};
+use super::entities::*;
+use super::schema::{self, Dialect, TABLES, Table};
+use super::{GovernanceStore, Snapshot, SpendLogFilter, StoreError, spend_target};
+use crate::admission::SpendSnapshot;
+
+/// SQLite-backed [`GovernanceStore`].
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file at `path`, or an in-memory database for
+    /// `":memory:"`. WAL journal, so the gateway's batch writes do not block readers.
+    ///
+    /// Errors: [`StoreError::Db`] when the file cannot be opened.
+    pub async fn open(path: &str) -> Result<Self, StoreError> {
+        let opts = if path == ":memory:" {
+            SqliteConnectOptions::new().in_memory(true)
+        } else {
+            SqliteConnectOptions::new()
+                .filename(path)
+                .create_if_missing(true)
+                .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        };
+        // one connection for ":memory:" (each connection would be its own database)
+        let max = if path == ":memory:" { 1 } else { 4 };
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max)
+            .connect_with(opts)
+            .await?;
+        Ok(Self { pool })
+    }
+
+    /// The pool (for tests and tools).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    async fn columns_of(&self, table: &str) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!("PRAGMA table_info(\"{table}\")")))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| r.try_get::<String, _>("name").map_err(StoreError::from))
+            .collect()
+    }
+
+    async fn upsert<T: ToRow>(&self, item: &T) -> Result<(), StoreError> {
+        let sql = upsert_sql(T::TABLE);
+        let mut q = sqlx::query(AssertSqlSafe(sql.clone()));
+        for v in item.to_row() {
+            q = bind(q, v);
+        }
+        q.execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn load_table<T: ToRow>(&self) -> Result<Vec<T>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM \"{}\"",
+            T::TABLE.column_list(),
+            T::TABLE.name
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| T::from_row(&RowGet(r))).collect()
+    }
+
+    async fn delete_by(&self, table: &Table, col: &str, ids: &[String]) -> Result<u64, StoreError> {
+        let mut n = 0;
+        for id in ids {
+            let sql = format!("DELETE FROM \"{}\" WHERE \"{col}\" = ?", table.name);
+            n += sqlx::query(AssertSqlSafe(sql))
+                .bind(id)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+        }
+        Ok(n)
+    }
+}
+
+fn upsert_sql(t: &Table) -> String {
+    let cols = t.column_list();
+    let marks = vec!["?"; t.columns.len()].join(", ");
+    let pk: Vec<String> = t.primary_key.iter().map(|c| format!("\"{c}\"")).collect();
+    let updates: Vec<String> = t
+        .columns
+        .iter()
+        .filter(|(n, _, _)| !t.primary_key.contains(n))
+        .map(|(n, _, _)| format!("\"{n}\" = excluded.\"{n}\""))
+        .collect();
+    format!(
+        "INSERT INTO \"{}\" ({cols}) VALUES ({marks}) ON CONFLICT ({}) DO UPDATE SET {}",
+        t.name,
+        pk.join(", "),
+        updates.join(", ")
+    )
+}
+
+type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+
+fn time_text(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn bind(q: Query<'_>, v: Val) -> Query<'_> {
+    match v {
+        Val::Text(s) => q.bind(s),
+        Val::Float(f) => q.bind(f),
+        Val::Int(i) => q.bind(i),
+        Val::Bool(b) => q.bind(b),
+        Val::Json(Value::Null) => q.bind(None::<String>),
+        Val::Json(j) => q.bind(Some(j.to_string())),
+        Val::Arr(a) => q.bind(Some(
+            serde_json::to_string(&a).unwrap_or_else(|_| "[]".into()),
+        )),
+        Val::Time(t) => q.bind(t.map(time_text)),
+    }
+}
+
+struct RowGet<'a>(&'a SqliteRow);
+
+impl RowGet<'_> {
+    fn get<T>(&self, col: &str) -> Result<Option<T>, StoreError>
+    where
+        for<'r> T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+    {
+        match self.0.try_get::<Option<T>, _>(col) {
+            Ok(v) => Ok(v),
+            Err(sqlx::Error::ColumnNotFound(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl GetCol for RowGet<'_> {
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        self.get::<String>(col)
+    }
+    fn float(&self, col: &str) -> Result<Option<f64>, StoreError> {
+        self.get::<f64>(col)
+    }
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        self.get::<i64>(col)
+    }
+    fn boolean(&self, col: &str) -> Result<Option<bool>, StoreError> {
+        self.get::<bool>(col)
+    }
+    fn json(&self, col: &str) -> Result<Value, StoreError> {
+        Ok(match self.text(col)? {
+            Some(s) => {
+                serde_json::from_str(&s).map_err(|e| StoreError::Decode(format!("{col}: {e}")))?
+            }
+            None => Value::Null,
+        })
+    }
+    fn arr(&self, col: &str) -> Result<Vec<String>, StoreError> {
+        Ok(match self.text(col)? {
+            Some(s) => {
+                serde_json::from_str(&s).map_err(|e| StoreError::Decode(format!("{col}: {e}")))?
+            }
+            None => Vec::new(),
+        })
+    }
+    fn time(&self, col: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        match self.text(col)? {
+            Some(s) => DateTime::parse_from_rfc3339(&s)
+                .map(|t| Some(t.with_timezone(&Utc)))
+                .map_err(|e| StoreError::Decode(format!("{col}: {e}"))),
+            None => Ok(None),
+        }
+    }
+}
+
+#[async_trait]
+impl GovernanceStore for SqliteStore {
+    async fn migrate(&self) -> Result<(), StoreError> {
+        for t in TABLES {
+            sqlx::query(AssertSqlSafe(t.create_sql(Dialect::Sqlite)))
+                .execute(&self.pool)
+                .await?;
+            let have = self.columns_of(t.name).await?;
+            for (col, _, _) in t.columns {
+                if !have.iter().any(|h| h == col)
+                    && let Some(sql) = t.add_column_sql(Dialect::Sqlite, col)
+                {
+                    sqlx::query(AssertSqlSafe(sql)).execute(&self.pool).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn load(&self) -> Result<Snapshot, StoreError> {
+        Ok(Snapshot {
+            keys: self.load_table().await?,
+            teams: self.load_table().await?,
+            users: self.load_table().await?,
+            end_users: self.load_table().await?,
+            budgets: self.load_table().await?,
+            memberships: self.load_table().await?,
+            organizations: self.load_table().await?,
+            tags: self.load_table().await?,
+        })
+    }
+
+    async fn upsert_key(&self, key: &VerificationToken) -> Result<(), StoreError> {
+        self.upsert(key).await
+    }
+
+    async fn delete_keys(
+        &self,
+        hashes: &[String],
+        deleted_by: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        let now = time_text(Utc::now());
+        let mut tx = self.pool.begin().await?;
+        let mut n = 0;
+        for h in hashes {
+            sqlx::query(
+                "INSERT INTO \"LiteLLM_DeletedVerificationToken\" (\"id\", \"token\", \"key_name\", \"key_alias\", \"spend\", \"max_budget\", \"user_id\", \"team_id\", \"metadata\", \"deleted_at\", \"deleted_by\") \
+                 SELECT \"token\" || ':' || ?, \"token\", \"key_name\", \"key_alias\", \"spend\", \"max_budget\", \"user_id\", \"team_id\", \"metadata\", ?, ? \
+                 FROM \"LiteLLM_VerificationToken\" WHERE \"token\" = ?",
+            )
+            .bind(&now)
+            .bind(&now)
+            .bind(deleted_by)
+            .bind(h)
+            .execute(&mut *tx)
+            .await?;
+            n += sqlx::query("DELETE FROM \"LiteLLM_VerificationToken\" WHERE \"token\" = ?")
+                .bind(h)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    async fn is_deleted_key(&self, hash: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query(
+            "SELECT 1 AS x FROM \"LiteLLM_DeletedVerificationToken\" WHERE \"token\" = ? LIMIT 1",
+        )
+        .bind(hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.is_some())
+    }
+
+    async fn upsert_team(&self, team: &Team) -> Result<(), StoreError> {
+        self.upsert(team).await
+    }
+
+    async fn delete_teams(&self, ids: &[String]) -> Result<u64, StoreError> {
+        self.delete_by(&schema::TEAM, "team_id", ids).await
+    }
+
+    async fn upsert_user(&self, user: &User) -> Result<(), StoreError> {
+        self.upsert(user).await
+    }
+
+    async fn delete_users(&self, ids: &[String]) -> Result<u64, StoreError> {
+        self.delete_by(&schema::USER, "user_id", ids).await
+    }
+
+    async fn upsert_end_user(&self, end_user: &EndUser) -> Result<(), StoreError> {
+        self.upsert(end_user).await
+    }
+
+    async fn delete_end_users(&self, ids: &[String]) -> Result<u64, StoreError> {
+        self.delete_by(&schema::END_USER, "user_id", ids).await
+    }
+
+    async fn upsert_budget(&self, budget: &BudgetTier) -> Result<(), StoreError> {
+        self.upsert(budget).await
+    }
+
+    async fn delete_budgets(&self, ids: &[String]) -> Result<u64, StoreError> {
+        self.delete_by(&schema::BUDGET, "budget_id", ids).await
+    }
+
+    async fn upsert_membership(&self, m: &TeamMembership) -> Result<(), StoreError> {
+        self.upsert(m).await
+    }
+
+    async fn delete_membership(&self, team_id: &str, user_id: &str) -> Result<u64, StoreError> {
+        Ok(sqlx::query(
+            "DELETE FROM \"LiteLLM_TeamMembership\" WHERE \"team_id\" = ? AND \"user_id\" = ?",
+        )
+        .bind(team_id)
+        .bind(user_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+
+    async fn upsert_organization(&self, org: &Organization) -> Result<(), StoreError> {
+        self.upsert(org).await
+    }
+
+    async fn upsert_tag(&self, tag: &Tag) -> Result<(), StoreError> {
+        self.upsert(tag).await
+    }
+
+    async fn write_spend(&self, updates: &[SpendSnapshot]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for u in updates {
+            let Some(target) = spend_target(&u.scope) else {
+                continue;
+            };
+            let reset = u.budget_reset_at.map(time_text);
+            // rows of end users, memberships and tags are created on first spend (LiteLLM does
+            // the same for end users); other entities must exist.
+            if let Some(insert) = target.insert_if_missing {
+                let mut q = sqlx::query(insert);
+                for k in &target.keys {
+                    q = q.bind(k.clone());
+                }
+                q.execute(&mut *tx).await?;
+            }
+            let sql = format!(
+                "UPDATE \"{}\" SET \"spend\" = ?{} WHERE {}",
+                target.table,
+                if target.has_reset_at {
+                    ", \"budget_reset_at\" = ?"
+                } else {
+                    ""
+                },
+                target.where_clause
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql)).bind(u.spend);
+            if target.has_reset_at {
+                q = q.bind(reset);
+            }
+            for k in &target.keys {
+                q = q.bind(k.clone());
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn insert_spend_logs(&self, rows: &[SpendLogRow]) -> Result<u64, StoreError> {
+        let t = &schema::SPEND_LOGS;
+        let sql = format!(
+            "INSERT INTO \"{}\" ({}) VALUES ({}) ON CONFLICT (\"request_id\") DO NOTHING",
+            t.name,
+            t.column_list(),
+            vec!["?"; t.columns.len()].join(", ")
+        );
+        let mut tx = self.pool.begin().await?;
+        let mut n = 0;
+        for r in rows {
+            let mut q = sqlx::query(AssertSqlSafe(sql.clone()));
+            for v in r.to_row() {
+                q = bind(q, v);
+            }
+            n += q.execute(&mut *tx).await?.rows_affected();
+        }
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    async fn spend_logs(&self, f: &SpendLogFilter) -> Result<Vec<SpendLogRow>, StoreError> {
+        let t = &schema::SPEND_LOGS;
+        let mut sql = format!("SELECT {} FROM \"{}\" WHERE 1=1", t.column_list(), t.name);
+        let mut binds: Vec<String> = Vec::new();
+        for (col, v) in [
+            ("api_key", &f.api_key),
+            ("user", &f.user_id),
+            ("request_id", &f.request_id),
+            ("team_id", &f.team_id),
+            ("end_user", &f.end_user),
+        ] {
+            if let Some(v) = v {
+                sql.push_str(&format!(" AND \"{col}\" = ?"));
+                binds.push(v.clone());
+            }
+        }
+        if let Some(s) = f.start {
+            sql.push_str(" AND \"startTime\" >= ?");
+            binds.push(time_text(s));
+        }
+        if let Some(e) = f.end {
+            sql.push_str(" AND \"startTime\" <= ?");
+            binds.push(time_text(e));
+        }
+        sql.push_str(" ORDER BY \"startTime\" DESC");
+        if let Some(limit) = f.limit {
+            sql.push_str(&format!(" LIMIT {limit}"));
+        }
+        let mut q = sqlx::query(AssertSqlSafe(sql.clone()));
+        for b in binds {
+            q = q.bind(b);
+        }
+        let rows = q.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|r| SpendLogRow::from_row(&RowGet(r)))
+            .collect()
+    }
+}
