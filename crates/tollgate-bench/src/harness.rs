@@ -456,7 +456,10 @@ fn placeholders(
 
 /// Creates a virtual key as the definition's `[governed]` section says and
 /// returns the headers with `authorization` replaced by that key.
-async fn governed_headers(
+///
+/// Errors: [`BenchError::Governed`] when the section is missing, the call
+/// fails or answers non-2xx, or the response lacks the key field.
+pub async fn governed_headers(
     def: &GatewayDef,
     base: &str,
     mut headers: Vec<(String, String)>,

@@ -43,6 +43,12 @@ async fn handle(
     seen: Arc<Seen>,
 ) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_string();
+    let auth = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let body = req
         .into_body()
         .collect()
@@ -89,6 +95,18 @@ async fn handle(
                 "usage": {"input_tokens": 10, "output_tokens": 2}
             }).to_string())
         }
+        // A LiteLLM-style key endpoint: master key in, virtual key (echoing the budget) out.
+        "/key/generate" if auth == "Bearer sk-bench-master" => full(
+            200,
+            "application/json",
+            serde_json::json!({"key": "sk-virtual-1", "max_budget": json["max_budget"]})
+                .to_string(),
+        ),
+        "/key/generate" => full(
+            401,
+            "application/json",
+            "{\"error\":\"bad master key\"}".into(),
+        ),
         _ => full(404, "application/json", "{\"error\":\"not found\"}".into()),
     };
     Ok(resp)
