@@ -20,18 +20,10 @@ pub const TOP_LEVEL_SECTIONS: &[&str] = &[
 pub const MODEL_ENTRY_IMPLEMENTED: &[&str] = &["model_name", "litellm_params", "model_info"];
 
 /// `model_info` keys acted on.
-pub const MODEL_INFO_IMPLEMENTED: &[&str] = &[
-    "id",
-    "mode",
-    "input_cost_per_token",
-    "output_cost_per_token",
-    "max_input_tokens",
-    "max_output_tokens",
-];
+pub const MODEL_INFO_IMPLEMENTED: &[&str] = &["id"];
 
 /// `litellm_settings` keys acted on.
-pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] =
-    &["drop_params", "request_timeout", "num_retries"];
+pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] = &["request_timeout"];
 
 /// `general_settings` keys acted on (`litellm_key_header_name`: tollgate-server auth).
 pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] = &[
@@ -81,9 +73,16 @@ pub const LITELLM_PARAMS_INTERNAL: &[&str] = &[
     "aws_batch_role_arn",
 ];
 
-/// `litellm_params` keys that are typed but not acted on yet (none today: every typed field is
-/// used by the gateway or the providers).
-pub const LITELLM_PARAMS_TYPED_UNIMPLEMENTED: &[&str] = &[];
+/// `litellm_params` keys that are typed but not acted on yet (retries and pricing land with the
+/// router and governance).
+pub const LITELLM_PARAMS_TYPED_UNIMPLEMENTED: &[&str] = &[
+    "max_retries",
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "cache_read_input_token_cost",
+    "cache_creation_input_token_cost",
+    "tags",
+];
 
 /// True for a LiteLLM-internal `litellm_params` key (see [`LITELLM_PARAMS_INTERNAL`]).
 pub fn is_internal_litellm_param(key: &str) -> bool {
@@ -193,6 +192,7 @@ mod tests {
             keys,
             vec![
                 "guardrails",
+                "litellm_settings.drop_params",
                 "litellm_settings.callbacks",
                 "general_settings.alerting",
                 "router_settings.redis_host"

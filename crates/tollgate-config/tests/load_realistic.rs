@@ -173,12 +173,15 @@ fn unimplemented_keys_listed() {
         "general_settings.database_url",
         "router_settings.redis_host",
         "router_settings.routing_strategy",
+        "litellm_settings.drop_params",
+        "litellm_settings.num_retries",
+        "model_list[].litellm_params.max_retries",
+        "model_list[].litellm_params.input_cost_per_token",
     ] {
         assert!(keys.contains(&k.to_string()), "missing {k} in {keys:?}");
     }
     for k in [
         "environment_variables",
-        "litellm_settings.drop_params",
         "litellm_settings.request_timeout",
         "general_settings.master_key",
         "general_settings.max_request_size_mb",

@@ -371,6 +371,40 @@ async fn client_hangup_cancels_upstream_within_100ms() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_hangup_before_first_byte_cancels_upstream() {
+    let m = mock().await;
+    m.script(serde_json::from_value(json!({"key": "hangs", "default": {"hang": true}})).unwrap());
+    let gw = Gateway::start(&standard_config(&m.base_url()));
+    for stream in [false, true] {
+        let c = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(std::time::Duration::from_millis(300))
+            .build()
+            .unwrap();
+        let r = c.post(gw.url("/v1/chat/completions")).header("authorization", auth())
+            .json(&json!({"model": "any/hangs", "stream": stream, "messages": [{"role":"user","content":"x"}]}))
+            .send().await;
+        assert!(r.is_err(), "client timed out");
+        let hung_up = now_ms();
+        let mut seen = None;
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            if let Some(o) = m.observations().into_iter().find(|o| o.client_disconnected) {
+                seen = o.client_disconnected_at;
+                break;
+            }
+        }
+        let at = seen.expect("upstream saw the disconnect");
+        assert!(
+            at - hung_up < 100.0,
+            "stream={stream}: upstream saw the hang-up {} ms later",
+            at - hung_up
+        );
+        m.drain_observations();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_four_concurrent_streams_complete_in_order() {
     let m = mock().await;
     m.script(
