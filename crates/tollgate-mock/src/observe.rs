@@ -127,6 +127,36 @@ impl Recorder {
         slots.iter().map(|s| lock(s).clone()).collect()
     }
 
+    /// Records matching `pred`, oldest first; with `drain` those (and only those) are removed.
+    pub fn take_matching(
+        &self,
+        drain: bool,
+        pred: impl Fn(&Observation) -> bool,
+    ) -> Vec<Observation> {
+        let mut entries = lock(&self.entries);
+        let mut out = Vec::new();
+        if drain {
+            entries.retain(|slot| {
+                let o = lock(slot);
+                if pred(&o) {
+                    out.push(o.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+        } else {
+            out.extend(
+                entries
+                    .iter()
+                    .map(|s| lock(s))
+                    .filter(|o| pred(o))
+                    .map(|o| o.clone()),
+            );
+        }
+        out
+    }
+
     /// Number of records currently held.
     pub fn len(&self) -> usize {
         lock(&self.entries).len()
@@ -260,6 +290,22 @@ mod tests {
         assert!(!all[1].client_disconnected);
         assert!(all[1].finished_at.is_some());
         assert_eq!(all[1].bytes_sent, 5);
+    }
+
+    #[test]
+    fn filtered_drain_keeps_the_rest() {
+        let r = Recorder::new(true, 10);
+        for i in 1..=4 {
+            let mut o = obs(i);
+            o.deployment = Some(if i % 2 == 0 { "east" } else { "west" }.into());
+            r.begin(o).finish();
+        }
+        let east = r.take_matching(true, |o| o.deployment.as_deref() == Some("east"));
+        assert_eq!(east.iter().map(|o| o.seq).collect::<Vec<_>>(), vec![2, 4]);
+        assert_eq!(
+            r.snapshot(false).iter().map(|o| o.seq).collect::<Vec<_>>(),
+            vec![1, 3]
+        );
     }
 
     #[test]

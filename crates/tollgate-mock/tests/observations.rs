@@ -174,3 +174,43 @@ async fn h2c_prior_knowledge_is_served_and_recorded() {
     assert_eq!(o.bytes_sent, text.len() as u64);
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn filtered_observations_drain_only_matches() {
+    let mock = start().await;
+    let base = mock.base_url();
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "x"}]});
+    post(&base, "/d/east/v1/chat/completions", &[], &body).await;
+    post(&base, "/d/west/v1/chat/completions", &[], &body).await;
+    post(
+        &base,
+        "/d/east/v1/embeddings",
+        &[],
+        &json!({"model": "e", "input": "x"}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let east_chat = get(
+        &base,
+        "/__observations?deployment=east&route=/chat/completions",
+    )
+    .await
+    .json();
+    assert_eq!(east_chat["requests"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        east_chat["requests"][0]["path"],
+        "/d/east/v1/chat/completions"
+    );
+    let rest = get(&base, "/__observations").await.json();
+    let paths: Vec<&str> = rest["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        vec!["/d/west/v1/chat/completions", "/d/east/v1/embeddings"]
+    );
+    mock.shutdown().await;
+}

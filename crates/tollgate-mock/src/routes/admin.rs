@@ -1,4 +1,5 @@
-//! Control endpoints (never recorded): `GET /__observations[?keep=1]`, `DELETE /__observations`,
+//! Control endpoints (never recorded): `GET /__observations[?keep=1][&deployment=D][&route=R][&model=M]`
+//! (filters match exactly; draining removes only the matching records), `DELETE /__observations`,
 //! `POST /__script`, `GET /__script`, `DELETE /__script[?key=K]`.
 
 use bytes::Bytes;
@@ -22,10 +23,33 @@ fn reply(status: u16, v: &Value) -> Response<MockBody> {
     r
 }
 
-fn query_param<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
+/// Decode `%XX` escapes and `+` (form encoding); invalid escapes are kept as they are.
+fn percent_decode(s: &str) -> String {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h * 16 + l);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn query_param(parts: &Parts, name: &str) -> Option<String> {
     parts.uri.query()?.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        (k == name).then_some(v)
+        (k == name).then(|| percent_decode(v))
     })
 }
 
@@ -33,8 +57,25 @@ fn query_param<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
 pub(crate) fn handle(state: &State, parts: &Parts, body: &Bytes) -> Response<MockBody> {
     match (&parts.method, parts.uri.path().trim_end_matches('/')) {
         (&Method::GET, "/__observations") => {
-            let keep = matches!(query_param(parts, "keep"), Some("1" | "true"));
-            let records = state.recorder.snapshot(!keep);
+            let keep = matches!(query_param(parts, "keep").as_deref(), Some("1" | "true"));
+            let deployment = query_param(parts, "deployment");
+            let route = query_param(parts, "route");
+            let model = query_param(parts, "model");
+            let records = if deployment.is_none() && route.is_none() && model.is_none() {
+                state.recorder.snapshot(!keep)
+            } else {
+                state.recorder.take_matching(!keep, |o| {
+                    deployment
+                        .as_deref()
+                        .is_none_or(|d| o.deployment.as_deref() == Some(d))
+                        && route
+                            .as_deref()
+                            .is_none_or(|r| o.route.as_deref() == Some(r))
+                        && model
+                            .as_deref()
+                            .is_none_or(|m| o.model.as_deref() == Some(m))
+                })
+            };
             reply(200, &json!({"requests": records}))
         }
         (&Method::DELETE, "/__observations") => {
@@ -65,12 +106,25 @@ pub(crate) fn handle(state: &State, parts: &Parts, body: &Bytes) -> Response<Moc
         }
         (&Method::GET, "/__script") => reply(200, &json!({"scripts": state.scripts.describe()})),
         (&Method::DELETE, "/__script") => {
-            state.scripts.clear(query_param(parts, "key"));
+            state.scripts.clear(query_param(parts, "key").as_deref());
             reply(200, &json!({"ok": true}))
         }
         _ => reply(
             404,
             &json!({"ok": false, "error": "unknown control endpoint"}),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_decode;
+
+    #[test]
+    fn decodes_query_values() {
+        assert_eq!(percent_decode("%2Fchat%2Fcompletions"), "/chat/completions");
+        assert_eq!(percent_decode("a+b%20c"), "a b c");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%é"), "%zz%é");
     }
 }
