@@ -1,5 +1,6 @@
-//! Micro-benchmarks: one chat → Anthropic request translation, and one Anthropic → OpenAI stream
-//! translation of the tools fixture (framing included, as the gateway does it).
+//! Micro-benchmarks: one chat → Anthropic request translation, and the Anthropic tools stream
+//! fixture translated to OpenAI chunks and (chained through chat) to Responses events, framing
+//! included, as the gateway does it.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/targets/translate cargo bench -p tollgate-translate`.
 
@@ -44,6 +45,36 @@ fn anthropic_tools_stream_to_openai(bencher: divan::Bencher) {
                 drop_reasoning: false,
             });
             let mut out = BytesMut::with_capacity(8192);
+            framer.push(divan::black_box(&input));
+            while let Ok(Some(raw)) = framer.next_event() {
+                if let Ok(ev) = raw.parse() {
+                    let _ = t.feed(&ev, &mut out);
+                }
+            }
+            t.finish(&mut out);
+            out
+        });
+}
+
+#[divan::bench]
+fn anthropic_tools_stream_to_responses_chained(bencher: divan::Bencher) {
+    use tollgate_translate::responses_to_anthropic::StreamTranslator as Chained;
+    use tollgate_translate::responses_to_chat::ResponseContext;
+    let input = fixture("anthropic/messages/tools.stream.sse");
+    let req: Value = serde_json::from_slice(&fixture("openai/responses/tools.request.json"))
+        .expect("fixture is JSON");
+    bencher
+        .counter(divan::counter::BytesCount::new(input.len()))
+        .bench(|| {
+            let ctx = ResponseContext {
+                response_id: "resp_bench",
+                created_at: 1_767_225_600,
+                completed_at: 1_767_225_601,
+                request: &req,
+            };
+            let mut framer = SseFramer::new(1 << 20);
+            let mut t = Chained::new(&ctx);
+            let mut out = BytesMut::with_capacity(16384);
             framer.push(divan::black_box(&input));
             while let Ok(Some(raw)) = framer.next_event() {
                 if let Ok(ev) = raw.parse() {

@@ -91,6 +91,14 @@ struct TextDelta<'a> {
 }
 
 #[derive(Serialize)]
+struct ResponseEvent<'a> {
+    #[serde(rename = "type")]
+    ty: &'a str,
+    response: &'a Value,
+    sequence_number: u64,
+}
+
+#[derive(Serialize)]
 struct ArgsDelta<'a> {
     #[serde(rename = "type")]
     ty: &'static str,
@@ -316,6 +324,20 @@ impl StreamTranslator {
         sse_out::event(out, ty, &m);
     }
 
+    /// Writes a lifecycle event carrying the whole Response, serialized straight from `r`.
+    fn emit_response(&mut self, out: &mut BytesMut, ty: &str, r: &Value) {
+        sse_out::event(
+            out,
+            ty,
+            &ResponseEvent {
+                ty,
+                response: r,
+                sequence_number: self.seq,
+            },
+        );
+        self.seq += 1;
+    }
+
     fn ctx(&self) -> ResponseContext<'_> {
         ResponseContext {
             response_id: &self.response_id,
@@ -339,8 +361,8 @@ impl StreamTranslator {
             None,
             false,
         );
-        self.emit(out, "response.created", json!({"response": r}));
-        self.emit(out, "response.in_progress", json!({"response": r}));
+        self.emit_response(out, "response.created", &r);
+        self.emit_response(out, "response.in_progress", &r);
     }
 
     /// Index of the open reasoning item, opening one (and closing another item) if needed.
@@ -563,7 +585,7 @@ impl StreamTranslator {
         } else {
             "response.completed"
         };
-        self.emit(out, ty, json!({"response": r}));
+        self.emit_response(out, ty, &r);
         self.final_response = Some(r);
         self.outcome = StreamOutcome::Completed;
     }
@@ -582,7 +604,7 @@ impl StreamTranslator {
             Some(json!({"code": code, "message": message})),
             false,
         );
-        self.emit(out, "response.failed", json!({"response": r}));
+        self.emit_response(out, "response.failed", &r);
         self.final_response = Some(r);
         self.outcome = outcome;
     }
