@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import time
@@ -226,7 +227,16 @@ general_settings:
 
 
 # Named groups (no wildcard). `gpt-4o-mini` has two deployments: /v1/models lists it once.
-NAMED_GROUPS = ["gpt-4o-mini", "team-chat", "text-embedding-3-small"]
+# `dead-upstream` points at a closed loopback port; `slow-upstream` has a 0.3 s timeout and the
+# mock's `*-slow` model answers after 1 s.
+NAMED_GROUPS = ["gpt-4o-mini", "team-chat", "text-embedding-3-small", "dead-upstream", "slow-upstream"]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def named_config(mock_url: str) -> str:
@@ -254,6 +264,17 @@ model_list:
       api_key: {UPSTREAM_KEY}
     model_info:
       mode: embedding
+  - model_name: dead-upstream
+    litellm_params:
+      model: openai/mock-gpt
+      api_base: http://127.0.0.1:{closed_port()}/v1
+      api_key: {UPSTREAM_KEY}
+  - model_name: slow-upstream
+    litellm_params:
+      model: openai/mock-gpt-slow
+      api_base: {mock_url}/v1
+      api_key: {UPSTREAM_KEY}
+      timeout: 0.3
 general_settings:
   master_key: {MASTER_KEY}
 """
