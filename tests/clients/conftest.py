@@ -177,10 +177,14 @@ def mock(workdir: Path):
     proc, m = _spawn(
         [
             str(bin_dir() / "tollgate-mock"),
-            "--host", "127.0.0.1",
-            "--port", "0",
-            "--fixtures", str(fx),
-            "--require-key", UPSTREAM_KEY,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--fixtures",
+            str(fx),
+            "--require-key",
+            UPSTREAM_KEY,
         ],
         workdir / "mock.log",
         re.compile(r"tollgate-mock listening on (http://127\.0\.0\.1:\d+)"),

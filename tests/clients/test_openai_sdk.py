@@ -132,7 +132,9 @@ def test_chat_unknown_field_and_defaults(target: Target, mock):
 
 def test_stream_without_include_usage(target: Target, direct_target: Target):
     model = "mock-gpt"
-    chunks, pieces = collect_stream(target.client().chat.completions.create(model=model, messages=MESSAGES, stream=True))
+    chunks, pieces = collect_stream(
+        target.client().chat.completions.create(model=model, messages=MESSAGES, stream=True)
+    )
     assert pieces == mock_pieces(REPLY)
     assert "".join(pieces) == REPLY
     # Role chunk, 8 content chunks, finish chunk; no usage chunk, no usage anywhere.
@@ -389,7 +391,7 @@ def test_embeddings_default_and_float(target: Target, direct_target: Target):
     assert len(short.data[0].embedding) == 4
 
 
-def test_embeddings_base64_fixture(target: Target, http):
+def test_embeddings_base64_fixture(target: Target):
     """The SDK decodes response_base64.json to exactly response.json's floats."""
     client = target.client()
     expected = [d["embedding"] for d in json.loads(read_fixture("openai/embeddings/response.json"))["data"]]
@@ -536,6 +538,11 @@ def test_upstream_status_raises_sdk_class(status: int, exc: type, target: Target
     assert err.status_code == status
     assert err.body == upstream_error
     assert upstream_error["message"] in err.message
+    # Rate-limit and retry headers reach the SDK unprefixed, as OpenAI sends them.
+    relayed = {k: v for k, v in raw.headers.items() if k.startswith(("x-ratelimit-", "retry-after"))}
+    if status == 429:
+        assert any(k.startswith("x-ratelimit-") for k in relayed)
+    assert {k: err.response.headers.get(k) for k in relayed} == relayed
 
 
 # ---------------------------------------------------------------- retries
@@ -562,3 +569,18 @@ def test_sdk_no_retries_raises_rate_limit(target: Target, mock):
     assert err.code == "rate_limit_exceeded"
     assert err.response.headers.get("retry-after-ms") == "10"  # forwarded so the SDK can honour it
     assert [o["status"] for o in mock.observations(model)] == [429]
+
+
+def test_models_retrieve_gateway(named_target: Target):
+    client = named_target.client()
+    m = client.models.retrieve("team-chat")
+    assert m.id == "team-chat" and m.object == "model"
+    with pytest.raises(openai.NotFoundError) as info:
+        client.models.retrieve("no-such-model")
+    assert info.value.status_code == 404
+    assert "no-such-model" in info.value.message
+
+
+def test_models_retrieve_direct(direct_target: Target):
+    m = direct_target.client().models.retrieve("mock-gpt-tools")
+    assert m.id == "mock-gpt-tools" and m.object == "model" and m.created == MOCK_CREATED

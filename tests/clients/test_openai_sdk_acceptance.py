@@ -37,8 +37,11 @@ def test_legacy_completions(target: Target, direct_target: Target):
     ref = direct_target.client().completions.create(model="mock-gpt-instruct", prompt=prompt)
     assert text == ref.choices[0].text
     assert usage_of(r.usage) == usage_of(ref.usage)
-    streamed = "".join(c.choices[0].text for c in client.completions.create(
-        model="mock-gpt-instruct", prompt=prompt, stream=True) if c.choices)
+    streamed = "".join(
+        c.choices[0].text
+        for c in client.completions.create(model="mock-gpt-instruct", prompt=prompt, stream=True)
+        if c.choices
+    )
     assert streamed == text
 
 
@@ -111,7 +114,9 @@ def test_64_concurrent_streams(target: Target, mock):
         content = f"client number {i:02d} asks for its own reply"
         pieces, finish = [], None
         for chunk in client.chat.completions.create(
-            model=model, messages=[{"role": "user", "content": content}], stream=True,
+            model=model,
+            messages=[{"role": "user", "content": content}],
+            stream=True,
             stream_options={"include_usage": True},
         ):
             for choice in chunk.choices:
