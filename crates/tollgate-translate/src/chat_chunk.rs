@@ -43,7 +43,7 @@ impl ChunkChoice<'_> {
 #[derive(Deserialize)]
 pub(crate) struct ChunkDelta<'a> {
     #[serde(default, borrow)]
-    pub content: Option<Cow<'a, str>>,
+    pub content: Option<Content<'a>>,
     /// DeepSeek / vLLM reasoning text.
     #[serde(default, borrow)]
     pub reasoning_content: Option<Cow<'a, str>>,
@@ -77,7 +77,42 @@ pub(crate) struct FunctionDelta<'a> {
     pub arguments: Option<Cow<'a, str>>,
 }
 
+/// `delta.content`: a string, or (Mistral and some OpenAI-compatible servers) an array of parts.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(crate) enum Content<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Parts(#[serde(borrow)] Vec<Part<'a>>),
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Part<'a> {
+    #[serde(rename = "type", default, borrow)]
+    pub ty: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub text: Option<Cow<'a, str>>,
+}
+
 impl ChunkDelta<'_> {
+    /// The visible text of `delta.content`, if non-empty: the string, or the `text` parts
+    /// joined (other parts, e.g. Mistral `thinking`, are not visible text).
+    pub fn content_text(&self) -> Option<Cow<'_, str>> {
+        let text = match self.content.as_ref()? {
+            Content::Text(t) => Cow::Borrowed(t.as_ref()),
+            Content::Parts(parts) => {
+                let mut s = String::new();
+                for p in parts
+                    .iter()
+                    .filter(|p| p.ty.as_deref().is_none_or(|t| t == "text"))
+                {
+                    s.push_str(p.text.as_deref().unwrap_or(""));
+                }
+                Cow::Owned(s)
+            }
+        };
+        (!text.is_empty()).then_some(text)
+    }
+
     /// Reasoning text under either field name, if non-empty.
     pub fn reasoning_text(&self) -> Option<&str> {
         self.reasoning_content

@@ -245,22 +245,19 @@ impl StreamTranslator {
             }
         }
         for c in chunk.choices.iter().flatten() {
-            let text = c
-                .delta
-                .as_ref()
-                .and_then(|d| d.content.as_deref())
-                .unwrap_or("");
-            if let Some(f) = &c.finish_reason {
-                self.finish_reason = Some(f.to_string());
+            let text = c.delta.as_ref().and_then(|d| d.content_text());
+            let text = text.as_deref().unwrap_or("");
+            if let Some(f) = c.finish() {
+                self.finish_reason = Some(f.to_owned());
             }
-            if text.is_empty() && c.finish_reason.is_none() {
+            if text.is_empty() && c.finish().is_none() {
                 continue;
             }
             let choice = [Choice {
                 text,
                 index: c.index,
                 logprobs: None,
-                finish_reason: c.finish_reason.as_deref(),
+                finish_reason: c.finish(),
             }];
             sse_out::data(
                 out,

@@ -105,6 +105,31 @@ fn chat_streams_match_the_native_responses_streams() {
 }
 
 #[test]
+fn chat_reasoning_becomes_a_reasoning_item() {
+    // b15: reasoning_content, then two tool calls (one whole, one fragmented), finish "stop".
+    let req = fixture("openai/responses/tools.request.json");
+    let input = case_bytes("openai/b15_whole_args_reasoning.stream.sse");
+    let out = run_all_splits(
+        || responses_to_chat::StreamTranslator::new(&ctx("resp_r1", &req)),
+        &input,
+    );
+    check_bytes("responses_to_chat/b15_reasoning_tools.stream.sse", &out);
+    let mut t = responses_to_chat::StreamTranslator::new(&ctx("resp_r1", &req));
+    run_pieces(&mut t, &[&input]);
+    let r = t.response().unwrap();
+    assert_eq!(r["output"][0]["type"], "reasoning");
+    assert_eq!(r["output"][0]["summary"][0]["text"], "Add them.");
+    assert!(r["output"][0].get("encrypted_content").is_none());
+    let args: Vec<Value> = r["output"].as_array().unwrap()[1..]
+        .iter()
+        .map(|i| serde_json::from_str(i["arguments"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(args, vec![json!({"a":17,"b":25}), json!({"a":17,"b":25})]);
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["usage"]["input_tokens"], 30);
+}
+
+#[test]
 fn chat_stream_failures() {
     let req = fixture("openai/responses/text.request.json");
     let mut t = responses_to_chat::StreamTranslator::new(&ctx("resp_x", &req));

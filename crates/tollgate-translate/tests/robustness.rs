@@ -105,3 +105,29 @@ fn empty_finish_reason_does_not_end_the_message() {
     assert_eq!(starts, 1, "one text block for both deltas");
     assert_eq!(t.stop_reason(), Some("max_tokens"));
 }
+
+#[test]
+fn content_as_an_array_of_parts_is_text() {
+    // Mistral-style delta.content arrays: text parts are visible text, thinking parts are not.
+    let input = concat!(
+        "data: {\"id\":\"c\",\"model\":\"mistral\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"hmm\"}]}]}}]}\n\n",
+        "data: {\"id\":\"c\",\"model\":\"mistral\",\"choices\":[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"Bon\"},{\"type\":\"text\",\"text\":\"jour\"}]}}]}\n\n",
+        "data: {\"id\":\"c\",\"model\":\"mistral\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" \\u00e0 tous\"},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let mut t = anthropic_to_chat::StreamTranslator::new();
+    let out = run_pieces(&mut t, &[input.as_bytes()]);
+    let text: String = json_events(&out)
+        .iter()
+        .filter_map(|e| e["delta"]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(text, "Bonjour à tous");
+    assert_eq!(t.outcome(), StreamOutcome::Completed);
+    let mut c = completions_to_chat::StreamTranslator::new(false);
+    let out = run_pieces(&mut c, &[input.as_bytes()]);
+    let text: String = json_events(&out)
+        .iter()
+        .filter_map(|e| e["choices"][0]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(text, "Bonjour à tous");
+}

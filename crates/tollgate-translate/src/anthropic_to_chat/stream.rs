@@ -185,9 +185,9 @@ impl StreamTranslator {
                     let i = self.ensure_open(out, Kind::Thinking);
                     block_delta(out, i, DeltaBody::Thinking { thinking: r });
                 }
-                if let Some(t) = delta.content.as_deref().filter(|t| !t.is_empty()) {
+                if let Some(t) = delta.content_text() {
                     let i = self.ensure_open(out, Kind::Text);
-                    block_delta(out, i, DeltaBody::Text { text: t });
+                    block_delta(out, i, DeltaBody::Text { text: &t });
                 }
                 if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
                     self.refused = true;

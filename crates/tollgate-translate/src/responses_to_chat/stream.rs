@@ -195,8 +195,8 @@ impl StreamTranslator {
                 if let Some(blocks) = delta.thinking_blocks.as_ref().filter(|b| !b.is_empty()) {
                     self.reasoning_blocks(out, blocks);
                 }
-                if let Some(t) = delta.content.as_deref().filter(|t| !t.is_empty()) {
-                    self.text(out, t, false);
+                if let Some(t) = delta.content_text() {
+                    self.text(out, &t, false);
                 }
                 if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
                     self.text(out, t, true);

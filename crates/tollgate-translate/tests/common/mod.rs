@@ -121,6 +121,7 @@ macro_rules! impl_feed {
     )*};
 }
 impl_feed!(
+    tollgate_translate::completions_to_chat::StreamTranslator,
     tollgate_translate::chat_to_anthropic::StreamTranslator,
     tollgate_translate::anthropic_to_chat::StreamTranslator,
     tollgate_translate::responses_to_chat::StreamTranslator,
