@@ -121,6 +121,8 @@ pub struct Behavior {
     pub reply: Option<String>,
     /// Reply with a tool call when the request has tools (`true`), or not (`false`).
     pub tool_call: Option<bool>,
+    /// With a tool call: one call per declared tool (parallel tool calls) instead of one.
+    pub all_tools: Option<bool>,
     /// Send this JSON as the response body verbatim (with `status`, default 200).
     pub body: Option<serde_json::Value>,
     /// Extra response headers.
@@ -156,6 +158,7 @@ impl Behavior {
             split_delay_ms,
             reply,
             tool_call,
+            all_tools,
             body,
             headers
         );
@@ -188,6 +191,10 @@ impl Behavior {
         b.split_delay_ms = num("x-mock-split-delay-ms");
         b.reply = s("x-mock-reply").map(str::to_owned);
         b.tool_call = flag("x-mock-tool-call");
+        if s("x-mock-tool-call") == Some("all") {
+            b.tool_call = Some(true);
+            b.all_tools = Some(true);
+        }
         b
     }
 

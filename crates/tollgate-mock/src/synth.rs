@@ -162,6 +162,13 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+impl ToolCall {
+    /// Completion tokens of this call: `tokens(name + arguments)`.
+    pub fn tokens(&self) -> u64 {
+        tokens_for_bytes(self.name.len() + self.arguments.len())
+    }
+}
+
 /// Arguments object from a JSON Schema: each property gets a value by its type — string: first
 /// `enum` value or `"mock-<name>"`; integer/number: 42; boolean: true; array: []; object: {};
 /// otherwise null.

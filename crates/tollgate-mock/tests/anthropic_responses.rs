@@ -489,3 +489,114 @@ async fn disconnect_recorded_on_every_streaming_route() {
     }
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn parallel_tool_calls_in_every_dialect() {
+    let mock = start().await;
+    let base = mock.base_url();
+    let all = [("x-mock-tool-call", "all"), ("x-mock-chunks", "3")];
+    let weather = r#"{"city":"mock-city","unit":"celsius"}"#;
+    let time = r#"{"timezone":"mock-timezone"}"#;
+    let weather_schema = json!({"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}});
+    let time_schema = json!({"type": "object", "properties": {"timezone": {"type": "string"}}});
+
+    // OpenAI chat: accumulate deltas by tool-call index
+    let body = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": "x"}], "tools": [
+        {"type": "function", "function": {"name": "get_weather", "parameters": weather_schema}},
+        {"type": "function", "function": {"name": "get_time", "parameters": time_schema}}]});
+    let chunks = post(&base, "/v1/chat/completions", &all, &body)
+        .await
+        .sse_data();
+    let mut args = [String::new(), String::new()];
+    let mut names = [String::new(), String::new()];
+    for c in &chunks {
+        for tc in c["choices"][0]["delta"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let i = tc["index"].as_u64().unwrap() as usize;
+            if let Some(n) = tc["function"]["name"].as_str() {
+                names[i] = n.to_owned();
+            }
+            args[i].push_str(tc["function"]["arguments"].as_str().unwrap());
+        }
+    }
+    assert_eq!(names, ["get_weather", "get_time"]);
+    assert_eq!(args, [weather, time]);
+    let fx = fixture_data("openai/chat/tools.stream.sse");
+    let second_header = chunks
+        .iter()
+        .find(|c| c["choices"][0]["delta"]["tool_calls"][0]["index"] == 1)
+        .unwrap();
+    let fx_second = fx
+        .iter()
+        .find(|c| c["choices"][0]["delta"]["tool_calls"][0]["index"] == 1)
+        .unwrap();
+    assert_eq!(keys(second_header), keys(fx_second));
+    let mut nonstream = body.clone();
+    nonstream["stream"] = json!(false);
+    nonstream.as_object_mut().unwrap().remove("stream_options");
+    let v = post(&base, "/v1/chat/completions", &all, &nonstream)
+        .await
+        .json();
+    let calls = v["choices"][0]["message"]["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2);
+    assert_ne!(calls[0]["id"], calls[1]["id"]);
+    assert_eq!(
+        v["usage"]["completion_tokens"],
+        (11 + weather.len() as u64).div_ceil(4) + (8 + time.len() as u64).div_ceil(4)
+    );
+
+    // Anthropic: two tool_use blocks at indices 0 and 1
+    let body = json!({"model": "c", "max_tokens": 100, "stream": true, "messages": [{"role": "user", "content": "x"}], "tools": [
+        {"name": "get_weather", "input_schema": weather_schema}, {"name": "get_time", "input_schema": time_schema}]});
+    let ev = post(&base, "/v1/messages", &all, &body).await.sse_events();
+    let starts: Vec<(u64, String)> = ev
+        .iter()
+        .filter(|(n, _)| n == "content_block_start")
+        .map(|(_, d)| {
+            (
+                d["index"].as_u64().unwrap(),
+                d["content_block"]["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        starts,
+        vec![(0, "get_weather".to_owned()), (1, "get_time".to_owned())]
+    );
+    for (i, expected) in [weather, time].iter().enumerate() {
+        let joined: String = ev
+            .iter()
+            .filter(|(n, d)| n == "content_block_delta" && d["index"] == i)
+            .map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap())
+            .collect();
+        assert_eq!(&joined, expected);
+    }
+    assert_eq!(
+        ev.iter().filter(|(n, _)| n == "content_block_stop").count(),
+        2
+    );
+
+    // Responses: two function_call output items
+    let body = json!({"model": "m", "stream": true, "input": "x", "tools": [
+        {"type": "function", "name": "get_weather", "parameters": weather_schema},
+        {"type": "function", "name": "get_time", "parameters": time_schema}]});
+    let ev = post(&base, "/v1/responses", &all, &body).await.sse_events();
+    let theirs = fixture_events("openai/responses/tools.stream.sse");
+    let names_of = |v: &[(String, Value)]| {
+        let mut n: Vec<String> = v.iter().map(|(n, _)| n.clone()).collect();
+        n.dedup();
+        n
+    };
+    assert_eq!(names_of(&ev), names_of(&theirs));
+    let done = &ev.last().unwrap().1["response"]["output"];
+    assert_eq!(done[0]["arguments"], weather);
+    assert_eq!(done[1]["arguments"], time);
+    assert_eq!(
+        done[1]["call_id"].as_str().unwrap().rsplit('_').next(),
+        Some("1")
+    );
+    mock.shutdown().await;
+}

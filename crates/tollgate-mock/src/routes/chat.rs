@@ -88,15 +88,21 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         0
     };
     let prompt = synth::prompt_tokens(Some(messages), None);
-    let tool = choose(ToolDialect::Chat, body, ctx.behavior.tool_call);
+    let tools = choose(
+        ToolDialect::Chat,
+        body,
+        ctx.behavior.tool_call,
+        ctx.behavior.all_tools == Some(true),
+    );
     let max = ctx
         .u64_field("max_completion_tokens")
         .or_else(|| ctx.u64_field("max_tokens"));
     let last_user = synth::last_user_text(Some(messages));
     let (text, finish) = plan_text(ctx, last_user.as_deref(), body.get("stop"), max);
-    let per_choice = match &tool {
-        Some(t) => synth::tokens_for_bytes(t.name.len() + t.arguments.len()),
-        None => synth::tokens_for_bytes(text.len()),
+    let per_choice = if tools.is_empty() {
+        synth::tokens_for_bytes(text.len())
+    } else {
+        tools.iter().map(ToolCall::tokens).sum()
     };
     let usage = match ctx.behavior.usage {
         Some(o) => Usage {
@@ -123,7 +129,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
             n,
             &pieces,
             finish,
-            tool.as_ref(),
+            &tools,
             include_usage,
             usage,
             top_logprobs,
@@ -132,19 +138,27 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     } else {
         let choices: Vec<Value> = (0..n)
             .map(|i| {
-                let (message, fr) = match &tool {
-                    Some(t) => (
-                        json!({"role": "assistant", "content": null, "refusal": null, "annotations": [],
-                               "tool_calls": [{"id": format!("call_mock_{}_{i}", ctx.seq), "type": "function",
-                                               "function": {"name": t.name, "arguments": t.arguments}}]}),
-                        "tool_calls",
-                    ),
-                    None => (
+                let (message, fr) = if tools.is_empty() {
+                    (
                         json!({"role": "assistant", "content": text, "refusal": null, "annotations": []}),
                         finish,
-                    ),
+                    )
+                } else {
+                    let calls: Vec<Value> = tools
+                        .iter()
+                        .enumerate()
+                        .map(|(k, t)| {
+                            json!({"id": call_id(ctx.seq, i, k, tools.len()), "type": "function",
+                                   "function": {"name": t.name, "arguments": t.arguments}})
+                        })
+                        .collect();
+                    (
+                        json!({"role": "assistant", "content": null, "refusal": null, "annotations": [],
+                               "tool_calls": calls}),
+                        "tool_calls",
+                    )
                 };
-                let lp = if logprobs && tool.is_none() {
+                let lp = if logprobs && tools.is_empty() {
                     let content: Vec<Value> = pieces
                         .iter()
                         .enumerate()
@@ -181,6 +195,21 @@ pub(crate) fn midstream_error_event() -> Bytes {
     )
 }
 
+/// Tool-call id: `call_mock_{seq}_{j}`, `j` numbering the calls of all choices in order.
+fn call_id(seq: u64, choice: usize, k: usize, ntools: usize) -> String {
+    format!("call_mock_{seq}_{}", choice * ntools + k)
+}
+
+/// One streamed delta position (the same for every choice).
+enum Step<'a> {
+    /// Content piece number `k`.
+    Text(usize, &'a str),
+    /// Header of tool call `k` (the first one rides in the role chunk).
+    ToolHeader(usize),
+    /// Argument fragment of tool call `k`.
+    ToolFrag(usize, &'a str),
+}
+
 #[allow(clippy::too_many_arguments)]
 fn stream(
     ctx: &Ctx,
@@ -188,7 +217,7 @@ fn stream(
     n: usize,
     pieces: &[&str],
     finish: &str,
-    tool: Option<&ToolCall>,
+    tools: &[ToolCall],
     include_usage: bool,
     usage: Usage,
     top_logprobs: u64,
@@ -214,34 +243,49 @@ fn stream(
         Bytes::from(s)
     };
     let ev = |choice: &Value| raw(&choice.to_string());
+    let header = |i: usize, k: usize| {
+        let t = &tools[k];
+        json!({"index": k, "id": call_id(ctx.seq, i, k, tools.len()), "type": "function",
+               "function": {"name": t.name, "arguments": ""}})
+    };
     let midstream = ctx.behavior.midstream_error_after;
     let mut out = Vec::with_capacity(n * (pieces.len() + 2) + 3);
 
     // 1. role chunk (tool replies: content null and the first tool-call header)
     for i in 0..n {
-        let delta = match tool {
-            Some(t) => {
-                json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [
-                {"index": 0, "id": format!("call_mock_{}_{i}", ctx.seq), "type": "function",
-                 "function": {"name": t.name, "arguments": ""}}]})
-            }
-            None => json!({"role": "assistant", "content": "", "refusal": null}),
+        let delta = if tools.is_empty() {
+            json!({"role": "assistant", "content": "", "refusal": null})
+        } else {
+            json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [header(i, 0)]})
         };
         out.push(ev(
             &json!({"index": i, "delta": delta, "logprobs": null, "finish_reason": null}),
         ));
     }
-    // 2. content chunks / argument fragments
-    let frags: Vec<&str> = match tool {
-        Some(t) => synth::split_fragments(&t.arguments, ctx.chunks()),
-        None => pieces.to_vec(),
-    };
-    for (k, frag) in frags.iter().enumerate() {
-        if midstream == Some(k) {
-            out.push(midstream_error_event());
-            return out;
+    // 2. content chunks / tool headers and argument fragments
+    let mut steps: Vec<Step> = Vec::new();
+    if tools.is_empty() {
+        steps.extend(pieces.iter().enumerate().map(|(k, p)| Step::Text(k, p)));
+    } else {
+        for (k, t) in tools.iter().enumerate() {
+            if k > 0 {
+                steps.push(Step::ToolHeader(k));
+            }
+            for frag in synth::split_fragments(&t.arguments, ctx.chunks()) {
+                steps.push(Step::ToolFrag(k, frag));
+            }
         }
-        if tool.is_none() && !logprobs {
+    }
+    let mut content_chunks = 0usize;
+    for step in &steps {
+        if !matches!(step, Step::ToolHeader(_)) {
+            if midstream == Some(content_chunks) {
+                out.push(midstream_error_event());
+                return out;
+            }
+            content_chunks += 1;
+        }
+        if let (Step::Text(_, frag), false) = (step, logprobs) {
             // Hot path (benchmarks): plain text deltas written without building a JSON tree.
             let esc = serde_json::to_string(frag).unwrap_or_default();
             for i in 0..n {
@@ -252,18 +296,15 @@ fn stream(
             continue;
         }
         for i in 0..n {
-            let (delta, lp) = match tool {
-                Some(_) => (
-                    json!({"tool_calls": [{"index": 0, "function": {"arguments": frag}}]}),
+            let (delta, lp) = match step {
+                Step::ToolHeader(k) => (json!({"tool_calls": [header(i, *k)]}), Value::Null),
+                Step::ToolFrag(k, frag) => (
+                    json!({"tool_calls": [{"index": k, "function": {"arguments": frag}}]}),
                     Value::Null,
                 ),
-                None => (
+                Step::Text(k, frag) => (
                     json!({"content": frag}),
-                    if logprobs {
-                        json!({"content": [logprob_entry(frag, k, top_logprobs)], "refusal": null})
-                    } else {
-                        Value::Null
-                    },
+                    json!({"content": [logprob_entry(frag, *k, top_logprobs)], "refusal": null}),
                 ),
             };
             out.push(ev(
@@ -277,7 +318,11 @@ fn stream(
         return out;
     }
     // 3. finish chunk per choice
-    let fr = if tool.is_some() { "tool_calls" } else { finish };
+    let fr = if tools.is_empty() {
+        finish
+    } else {
+        "tool_calls"
+    };
     for i in 0..n {
         out.push(ev(
             &json!({"index": i, "delta": {}, "logprobs": null, "finish_reason": fr}),

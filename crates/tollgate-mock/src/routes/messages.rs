@@ -47,6 +47,11 @@ pub(crate) fn midstream_error_event() -> Bytes {
     )
 }
 
+/// `toolu_mock_{seq}_{k}` for the k-th tool_use block.
+fn tool_id(seq: u64, k: usize) -> String {
+    format!("toolu_mock_{seq}_{k}")
+}
+
 /// A thinking block: text and signature.
 struct Thinking {
     text: String,
@@ -80,7 +85,12 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     let Some(max_tokens) = ctx.u64_field("max_tokens") else {
         return invalid(ctx, "max_tokens: Field required");
     };
-    let tool = choose(ToolDialect::Anthropic, body, ctx.behavior.tool_call);
+    let tools = choose(
+        ToolDialect::Anthropic,
+        body,
+        ctx.behavior.tool_call,
+        ctx.behavior.all_tools == Some(true),
+    );
     let last_user = synth::last_user_text(Some(messages));
     let mut text = synth::reply_text(
         ctx.model,
@@ -89,7 +99,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     );
     let stop_seq = apply_stop(&mut text, body.get("stop_sequences"));
     let truncated = synth::truncate_to_tokens(&mut text, Some(max_tokens));
-    let (stop_reason, stop_sequence) = if tool.is_some() {
+    let (stop_reason, stop_sequence) = if !tools.is_empty() {
         ("tool_use", Value::Null)
     } else if truncated {
         ("max_tokens", Value::Null)
@@ -99,9 +109,10 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         ("end_turn", Value::Null)
     };
     let thinking = thinking_for(ctx, last_user.as_deref());
-    let output = match &tool {
-        Some(t) => synth::tokens_for_bytes(t.name.len() + t.arguments.len()),
-        None => synth::tokens_for_bytes(text.len()),
+    let output = if tools.is_empty() {
+        synth::tokens_for_bytes(text.len())
+    } else {
+        tools.iter().map(ToolCall::tokens).sum()
     } + thinking
         .as_ref()
         .map_or(0, |t| synth::tokens_for_bytes(t.text.len()));
@@ -120,20 +131,19 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         },
     };
     let id = format!("msg_mock_{}", ctx.seq);
-    let tool_id = format!("toolu_mock_{}_0", ctx.seq);
     if !ctx.stream() {
         let mut content = Vec::with_capacity(2);
         if let Some(th) = &thinking {
             content
                 .push(json!({"type": "thinking", "thinking": th.text, "signature": th.signature}));
         }
-        content.push(match &tool {
-            Some(t) => {
-                let input: Value = serde_json::from_str(&t.arguments).unwrap_or(json!({}));
-                json!({"type": "tool_use", "id": tool_id, "name": t.name, "input": input})
-            }
-            None => json!({"type": "text", "text": text}),
-        });
+        if tools.is_empty() {
+            content.push(json!({"type": "text", "text": text}));
+        }
+        for (k, t) in tools.iter().enumerate() {
+            let input: Value = serde_json::from_str(&t.arguments).unwrap_or(json!({}));
+            content.push(json!({"type": "tool_use", "id": tool_id(ctx.seq, k), "name": t.name, "input": input}));
+        }
         return Reply::Json(
             200,
             json!({"id": id, "type": "message", "role": "assistant", "model": ctx.model,
@@ -144,9 +154,8 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     Reply::Sse(stream(
         ctx,
         &id,
-        &tool_id,
         &text,
-        tool.as_ref(),
+        &tools,
         thinking.as_ref(),
         stop_reason,
         stop_sequence,
@@ -158,9 +167,8 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
 fn stream(
     ctx: &Ctx,
     id: &str,
-    tool_id: &str,
     text: &str,
-    tool: Option<&ToolCall>,
+    tools: &[ToolCall],
     thinking: Option<&Thinking>,
     stop_reason: &str,
     stop_sequence: Value,
@@ -200,53 +208,60 @@ fn stream(
         ));
         index = 1;
     }
-    let block = match tool {
-        Some(t) => json!({"type": "tool_use", "id": tool_id, "name": t.name, "input": {}}),
-        None => json!({"type": "text", "text": ""}),
-    };
-    out.push(named_event(
-        "content_block_start",
-        &json!({"type": "content_block_start", "index": index, "content_block": block}),
-    ));
-    if thinking.is_none() {
-        out.push(named_event("ping", &json!({"type": "ping"})));
-    }
-    let frags: Vec<&str> = match tool {
-        Some(t) => {
-            // The API's first input_json_delta is often empty.
-            let mut v = vec![""];
-            v.extend(synth::split_fragments(&t.arguments, ctx.chunks()));
-            v
-        }
-        None => synth::split_chars(text, ctx.chunks()),
-    };
     let midstream = ctx.behavior.midstream_error_after;
     let mut content_chunks = 0usize;
-    for frag in frags {
-        if tool.is_none() || !frag.is_empty() {
-            if midstream == Some(content_chunks) {
-                out.push(midstream_error_event());
-                return out;
+    let blocks = if tools.is_empty() { 1 } else { tools.len() };
+    for b in 0..blocks {
+        let tool = tools.get(b);
+        let block = match tool {
+            Some(t) => {
+                json!({"type": "tool_use", "id": tool_id(ctx.seq, b), "name": t.name, "input": {}})
             }
-            content_chunks += 1;
-        }
-        let delta = match tool {
-            Some(_) => json!({"type": "input_json_delta", "partial_json": frag}),
-            None => json!({"type": "text_delta", "text": frag}),
+            None => json!({"type": "text", "text": ""}),
         };
         out.push(named_event(
-            "content_block_delta",
-            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
         ));
+        if thinking.is_none() && b == 0 {
+            out.push(named_event("ping", &json!({"type": "ping"})));
+        }
+        let frags: Vec<&str> = match tool {
+            Some(t) => {
+                // The API's first input_json_delta is often empty.
+                let mut v = vec![""];
+                v.extend(synth::split_fragments(&t.arguments, ctx.chunks()));
+                v
+            }
+            None => synth::split_chars(text, ctx.chunks()),
+        };
+        for frag in frags {
+            if tool.is_none() || !frag.is_empty() {
+                if midstream == Some(content_chunks) {
+                    out.push(midstream_error_event());
+                    return out;
+                }
+                content_chunks += 1;
+            }
+            let delta = match tool {
+                Some(_) => json!({"type": "input_json_delta", "partial_json": frag}),
+                None => json!({"type": "text_delta", "text": frag}),
+            };
+            out.push(named_event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
+        if midstream.is_some() && b + 1 == blocks {
+            out.push(midstream_error_event());
+            return out;
+        }
+        out.push(named_event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
     }
-    if midstream.is_some() {
-        out.push(midstream_error_event());
-        return out;
-    }
-    out.push(named_event(
-        "content_block_stop",
-        &json!({"type": "content_block_stop", "index": index}),
-    ));
     out.push(named_event(
         "message_delta",
         &json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},

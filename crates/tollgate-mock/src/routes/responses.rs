@@ -66,9 +66,29 @@ fn message_item(id: &str, status: &str, text: Option<&str>) -> Value {
     json!({"id": id, "type": "message", "status": status, "role": "assistant", "content": content})
 }
 
-fn call_item(seq: u64, status: &str, t: &ToolCall, arguments: &str) -> Value {
-    json!({"id": format!("fc_mock_{seq}_0"), "type": "function_call", "status": status,
-           "arguments": arguments, "call_id": format!("call_mock_{seq}_0"), "name": t.name})
+fn call_item(seq: u64, k: usize, status: &str, t: &ToolCall, arguments: &str) -> Value {
+    json!({"id": format!("fc_mock_{seq}_{k}"), "type": "function_call", "status": status,
+           "arguments": arguments, "call_id": format!("call_mock_{seq}_{k}"), "name": t.name})
+}
+
+/// Stream under construction: every event gets `type` first and `sequence_number` last.
+#[derive(Default)]
+struct Events {
+    out: Vec<Bytes>,
+    seq: u64,
+}
+
+impl Events {
+    fn push(&mut self, name: &str, fields: Value) {
+        let mut m = Map::new();
+        m.insert("type".into(), json!(name));
+        if let Value::Object(f) = fields {
+            m.extend(f);
+        }
+        m.insert("sequence_number".into(), json!(self.seq));
+        self.seq += 1;
+        self.out.push(named_event(name, &Value::Object(m)));
+    }
 }
 
 /// Handle a Responses request.
@@ -85,15 +105,20 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
             ),
         );
     };
-    let tool = choose(ToolDialect::Responses, body, ctx.behavior.tool_call);
+    let tools = choose(
+        ToolDialect::Responses,
+        body,
+        ctx.behavior.tool_call,
+        ctx.behavior.all_tools == Some(true),
+    );
     let last_user = last_user_input(input);
     let mut text = synth::reply_text(
         ctx.model,
         ctx.behavior.reply.as_deref(),
         last_user.as_deref(),
     );
-    let truncated =
-        tool.is_none() && synth::truncate_to_tokens(&mut text, ctx.u64_field("max_output_tokens"));
+    let truncated = tools.is_empty()
+        && synth::truncate_to_tokens(&mut text, ctx.u64_field("max_output_tokens"));
     let (status, incomplete) = if truncated {
         ("incomplete", json!({"reason": "max_output_tokens"}))
     } else {
@@ -106,9 +131,10 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
                 Some(input),
                 body.get("instructions").filter(|v| !v.is_null()),
             ),
-            match &tool {
-                Some(t) => synth::tokens_for_bytes(t.name.len() + t.arguments.len()),
-                None => synth::tokens_for_bytes(text.len()),
+            if tools.is_empty() {
+                synth::tokens_for_bytes(text.len())
+            } else {
+                tools.iter().map(ToolCall::tokens).sum()
             },
             0,
         ),
@@ -117,9 +143,14 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
                        "output_tokens": c, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": p + c});
     let id = format!("resp_mock_{}", ctx.seq);
     let msg_id = format!("msg_mock_{}", ctx.seq);
-    let done_item = match &tool {
-        Some(t) => call_item(ctx.seq, "completed", t, &t.arguments),
-        None => message_item(&msg_id, status, Some(&text)),
+    let done_items: Vec<Value> = if tools.is_empty() {
+        vec![message_item(&msg_id, status, Some(&text))]
+    } else {
+        tools
+            .iter()
+            .enumerate()
+            .map(|(k, t)| call_item(ctx.seq, k, "completed", t, &t.arguments))
+            .collect()
     };
     if !ctx.stream() {
         return Reply::Json(
@@ -128,7 +159,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
                 ctx,
                 &id,
                 status,
-                json!([done_item]),
+                json!(done_items),
                 usage,
                 Value::Null,
                 incomplete,
@@ -136,24 +167,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         );
     }
 
-    let mut seq_no = 0u64;
-    let mut out: Vec<Bytes> = Vec::with_capacity(ctx.chunks() + 10);
-    let mut push = |out: &mut Vec<Bytes>, name: &str, mut v: Value| {
-        if let Value::Object(m) = &mut v {
-            m.insert("type".into(), json!(name));
-            m.insert("sequence_number".into(), json!(seq_no));
-        }
-        seq_no += 1;
-        out.push(named_event(name, &v));
-    };
-    let typed = |name: &str, fields: Value| -> Value {
-        let mut m = Map::new();
-        m.insert("type".into(), json!(name));
-        if let Value::Object(f) = fields {
-            m.extend(f);
-        }
-        Value::Object(m)
-    };
+    let mut events = Events::default();
     let in_progress = response_obj(
         ctx,
         &id,
@@ -163,159 +177,89 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         Value::Null,
         Value::Null,
     );
-    push(
-        &mut out,
-        "response.created",
-        typed("response.created", json!({"response": in_progress.clone()})),
-    );
-    push(
-        &mut out,
-        "response.in_progress",
-        typed("response.in_progress", json!({"response": in_progress})),
-    );
+    events.push("response.created", json!({"response": in_progress.clone()}));
+    events.push("response.in_progress", json!({"response": in_progress}));
     let midstream = ctx.behavior.midstream_error_after;
-    let failed = |ctx: &Ctx, output: Value| {
-        response_obj(
-            ctx,
-            &id,
-            "failed",
-            output,
-            Value::Null,
-            json!({"code": "server_error", "message": "The model produced an error."}),
-            Value::Null,
-        )
-    };
-    match &tool {
-        Some(t) => {
-            let item_id = format!("fc_mock_{}_0", ctx.seq);
-            push(
-                &mut out,
-                "response.output_item.added",
-                typed(
-                    "response.output_item.added",
-                    json!({"output_index": 0, "item": call_item(ctx.seq, "in_progress", t, "")}),
-                ),
-            );
-            for (k, frag) in synth::split_fragments(&t.arguments, ctx.chunks())
-                .iter()
-                .enumerate()
-            {
-                if midstream == Some(k) {
-                    push(
-                        &mut out,
-                        "response.failed",
-                        typed(
-                            "response.failed",
-                            json!({"response": failed(ctx, json!([]))}),
-                        ),
-                    );
-                    return Reply::Sse(out);
-                }
-                push(
-                    &mut out,
-                    "response.function_call_arguments.delta",
-                    typed(
-                        "response.function_call_arguments.delta",
-                        json!({"item_id": item_id, "output_index": 0, "delta": frag}),
-                    ),
-                );
+    let failed = response_obj(
+        ctx,
+        &id,
+        "failed",
+        json!([]),
+        Value::Null,
+        json!({"code": "server_error", "message": "The model produced an error."}),
+        Value::Null,
+    );
+    let mut content_chunks = 0usize;
+    if tools.is_empty() {
+        events.push(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": message_item(&msg_id, "in_progress", None)}),
+        );
+        let part =
+            |t: &str| json!({"type": "output_text", "text": t, "annotations": [], "logprobs": []});
+        events.push(
+            "response.content_part.added",
+            json!({"item_id": msg_id, "output_index": 0, "content_index": 0, "part": part("")}),
+        );
+        for piece in synth::split_chars(&text, ctx.chunks()) {
+            if midstream == Some(content_chunks) {
+                events.push("response.failed", json!({"response": failed}));
+                return Reply::Sse(events.out);
             }
-            if midstream.is_some() {
-                push(
-                    &mut out,
-                    "response.failed",
-                    typed(
-                        "response.failed",
-                        json!({"response": failed(ctx, json!([]))}),
-                    ),
-                );
-                return Reply::Sse(out);
-            }
-            push(
-                &mut out,
-                "response.function_call_arguments.done",
-                typed(
-                    "response.function_call_arguments.done",
-                    json!({"item_id": item_id, "output_index": 0, "arguments": t.arguments}),
-                ),
+            content_chunks += 1;
+            events.push(
+                "response.output_text.delta",
+                json!({"item_id": msg_id, "output_index": 0, "content_index": 0, "delta": piece, "logprobs": []}),
             );
         }
-        None => {
-            push(
-                &mut out,
+        if midstream.is_some() {
+            events.push("response.failed", json!({"response": failed}));
+            return Reply::Sse(events.out);
+        }
+        events.push(
+            "response.output_text.done",
+            json!({"item_id": msg_id, "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),
+        );
+        events.push(
+            "response.content_part.done",
+            json!({"item_id": msg_id, "output_index": 0, "content_index": 0, "part": part(&text)}),
+        );
+        events.push(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": done_items[0]}),
+        );
+    } else {
+        for (k, t) in tools.iter().enumerate() {
+            let item_id = format!("fc_mock_{}_{k}", ctx.seq);
+            events.push(
                 "response.output_item.added",
-                typed(
-                    "response.output_item.added",
-                    json!({"output_index": 0, "item": message_item(&msg_id, "in_progress", None)}),
-                ),
+                json!({"output_index": k, "item": call_item(ctx.seq, k, "in_progress", t, "")}),
             );
-            let part = |t: &str| json!({"type": "output_text", "text": t, "annotations": [], "logprobs": []});
-            push(
-                &mut out,
-                "response.content_part.added",
-                typed(
-                    "response.content_part.added",
-                    json!({"item_id": msg_id, "output_index": 0, "content_index": 0, "part": part("")}),
-                ),
-            );
-            for (k, piece) in synth::split_chars(&text, ctx.chunks()).iter().enumerate() {
-                if midstream == Some(k) {
-                    push(
-                        &mut out,
-                        "response.failed",
-                        typed(
-                            "response.failed",
-                            json!({"response": failed(ctx, json!([]))}),
-                        ),
-                    );
-                    return Reply::Sse(out);
+            for frag in synth::split_fragments(&t.arguments, ctx.chunks()) {
+                if midstream == Some(content_chunks) {
+                    events.push("response.failed", json!({"response": failed}));
+                    return Reply::Sse(events.out);
                 }
-                push(
-                    &mut out,
-                    "response.output_text.delta",
-                    typed(
-                        "response.output_text.delta",
-                        json!({"item_id": msg_id, "output_index": 0, "content_index": 0, "delta": piece, "logprobs": []}),
-                    ),
+                content_chunks += 1;
+                events.push(
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": item_id, "output_index": k, "delta": frag}),
                 );
             }
-            if midstream.is_some() {
-                push(
-                    &mut out,
-                    "response.failed",
-                    typed(
-                        "response.failed",
-                        json!({"response": failed(ctx, json!([]))}),
-                    ),
-                );
-                return Reply::Sse(out);
+            if midstream.is_some() && k + 1 == tools.len() {
+                events.push("response.failed", json!({"response": failed}));
+                return Reply::Sse(events.out);
             }
-            push(
-                &mut out,
-                "response.output_text.done",
-                typed(
-                    "response.output_text.done",
-                    json!({"item_id": msg_id, "output_index": 0, "content_index": 0, "text": text, "logprobs": []}),
-                ),
+            events.push(
+                "response.function_call_arguments.done",
+                json!({"item_id": item_id, "output_index": k, "arguments": t.arguments}),
             );
-            push(
-                &mut out,
-                "response.content_part.done",
-                typed(
-                    "response.content_part.done",
-                    json!({"item_id": msg_id, "output_index": 0, "content_index": 0, "part": part(&text)}),
-                ),
+            events.push(
+                "response.output_item.done",
+                json!({"output_index": k, "item": done_items[k]}),
             );
         }
     }
-    push(
-        &mut out,
-        "response.output_item.done",
-        typed(
-            "response.output_item.done",
-            json!({"output_index": 0, "item": done_item.clone()}),
-        ),
-    );
     let final_name = if status == "incomplete" {
         "response.incomplete"
     } else {
@@ -325,15 +269,11 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         ctx,
         &id,
         status,
-        json!([done_item]),
+        json!(done_items),
         usage,
         Value::Null,
         incomplete,
     );
-    push(
-        &mut out,
-        final_name,
-        typed(final_name, json!({"response": final_obj})),
-    );
-    Reply::Sse(out)
+    events.push(final_name, json!({"response": final_obj}));
+    Reply::Sse(events.out)
 }

@@ -74,30 +74,47 @@ fn is_none_choice(choice: Option<&Value>) -> bool {
     }
 }
 
-/// The tool call to reply with, if any.
-pub(crate) fn choose(
-    d: ToolDialect,
-    body: &Value,
-    behavior_tool_call: Option<bool>,
-) -> Option<ToolCall> {
-    let tools = body.get("tools")?.as_array()?;
-    let choice = body.get("tool_choice");
-    if tools.is_empty() || behavior_tool_call == Some(false) || is_none_choice(choice) {
-        return None;
-    }
-    let want = match forced(d, choice) {
-        Some(w) => w,
-        None if behavior_tool_call == Some(true) => None,
-        None => return None,
-    };
-    let tool = match want {
-        Some(name) => tools.iter().find(|t| tool_name(d, t) == Some(name))?,
-        None => tools.iter().find(|t| tool_name(d, t).is_some())?,
-    };
+fn call_for(d: ToolDialect, tool: &Value) -> Option<ToolCall> {
     Some(ToolCall {
         name: tool_name(d, tool)?.to_owned(),
         arguments: arguments_from_schema(tool_schema(d, tool)),
     })
+}
+
+/// The tool calls to reply with (empty: answer with text). One call, or with `all` one call per
+/// declared tool in order (parallel tool calls) unless the choice names a single tool.
+pub(crate) fn choose(
+    d: ToolDialect,
+    body: &Value,
+    behavior_tool_call: Option<bool>,
+    all: bool,
+) -> Vec<ToolCall> {
+    let Some(tools) = body.get("tools").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let choice = body.get("tool_choice");
+    if tools.is_empty() || behavior_tool_call == Some(false) || is_none_choice(choice) {
+        return Vec::new();
+    }
+    let want = match forced(d, choice) {
+        Some(w) => w,
+        None if behavior_tool_call == Some(true) || all => None,
+        None => return Vec::new(),
+    };
+    match want {
+        Some(name) => tools
+            .iter()
+            .find(|t| tool_name(d, t) == Some(name))
+            .and_then(|t| call_for(d, t))
+            .into_iter()
+            .collect(),
+        None if all => tools.iter().filter_map(|t| call_for(d, t)).collect(),
+        None => tools
+            .iter()
+            .find_map(|t| call_for(d, t))
+            .into_iter()
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -115,42 +132,83 @@ mod tests {
     #[test]
     fn chat_choices() {
         let mut body = json!({"tools": chat_tools(), "tool_choice": "auto"});
-        assert_eq!(choose(ToolDialect::Chat, &body, None), None);
-        let tc = choose(ToolDialect::Chat, &body, Some(true)).unwrap();
+        assert_eq!(
+            choose(ToolDialect::Chat, &body, None, false)
+                .into_iter()
+                .next(),
+            None
+        );
+        let tc = choose(ToolDialect::Chat, &body, Some(true), false)
+            .into_iter()
+            .next()
+            .unwrap();
         assert_eq!(tc.name, "get_weather");
         assert_eq!(tc.arguments, r#"{"city":"mock-city"}"#);
         body["tool_choice"] = json!("required");
         assert_eq!(
-            choose(ToolDialect::Chat, &body, None).unwrap().name,
+            choose(ToolDialect::Chat, &body, None, false)
+                .into_iter()
+                .next()
+                .unwrap()
+                .name,
             "get_weather"
         );
         body["tool_choice"] = json!({"type": "function", "function": {"name": "get_time"}});
         assert_eq!(
-            choose(ToolDialect::Chat, &body, None).unwrap().name,
+            choose(ToolDialect::Chat, &body, None, false)
+                .into_iter()
+                .next()
+                .unwrap()
+                .name,
             "get_time"
         );
+        let all = choose(ToolDialect::Chat, &body, None, true);
+        assert_eq!(all.len(), 1, "a named choice stays one call even with all");
+        body["tool_choice"] = json!("required");
+        let all: Vec<String> = choose(ToolDialect::Chat, &body, None, true)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(all, vec!["get_weather", "get_time"]);
         body["tool_choice"] = json!("none");
-        assert_eq!(choose(ToolDialect::Chat, &body, Some(true)), None);
+        assert_eq!(
+            choose(ToolDialect::Chat, &body, Some(true), false)
+                .into_iter()
+                .next(),
+            None
+        );
     }
 
     #[test]
     fn anthropic_and_responses_choices() {
         let body = json!({"tools": [{"name": "add", "input_schema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}],
                           "tool_choice": {"type": "any"}});
-        let tc = choose(ToolDialect::Anthropic, &body, None).unwrap();
+        let tc = choose(ToolDialect::Anthropic, &body, None, false)
+            .into_iter()
+            .next()
+            .unwrap();
         assert_eq!(
             (tc.name.as_str(), tc.arguments.as_str()),
             ("add", r#"{"a":42,"b":42}"#)
         );
         let body = json!({"tools": [{"type": "function", "name": "f", "parameters": {}}], "tool_choice": {"type": "function", "name": "f"}});
         assert_eq!(
-            choose(ToolDialect::Responses, &body, None)
+            choose(ToolDialect::Responses, &body, None, false)
+                .into_iter()
+                .next()
                 .unwrap()
                 .arguments,
             "{}"
         );
         assert_eq!(
-            choose(ToolDialect::Responses, &json!({"tools": []}), Some(true)),
+            choose(
+                ToolDialect::Responses,
+                &json!({"tools": []}),
+                Some(true),
+                false
+            )
+            .into_iter()
+            .next(),
             None
         );
     }
