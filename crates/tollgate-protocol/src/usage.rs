@@ -108,6 +108,105 @@ pub fn openai_chunk_usage(data: &[u8]) -> Option<ChunkUsage> {
     })
 }
 
+/// Anthropic `usage` (Messages API reference): `input_tokens` excludes cache reads and writes.
+#[derive(Deserialize, Default)]
+struct AnthropicUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl AnthropicUsage {
+    /// Merges a later report over this one: Anthropic's `message_delta.usage` values are
+    /// cumulative, so a present field replaces the earlier value (never added).
+    fn merge(&mut self, later: AnthropicUsage) {
+        self.input_tokens = later.input_tokens.or(self.input_tokens);
+        self.output_tokens = later.output_tokens.or(self.output_tokens);
+        self.cache_read_input_tokens = later.cache_read_input_tokens.or(self.cache_read_input_tokens);
+        self.cache_creation_input_tokens = later
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+    }
+
+    fn to_usage(&self) -> Usage {
+        let read = self.cache_read_input_tokens.unwrap_or(0);
+        let write = self.cache_creation_input_tokens.unwrap_or(0);
+        Usage {
+            prompt_tokens: self.input_tokens.unwrap_or(0) + read + write,
+            completion_tokens: self.output_tokens.unwrap_or(0),
+            cached_tokens: read,
+            cache_write_tokens: write,
+            reasoning_tokens: 0,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct AnthropicWithUsage {
+    #[serde(default)]
+    usage: Option<AnthropicUsage>,
+}
+
+/// Usage of an Anthropic Messages response body, in OpenAI terms
+/// (`prompt_tokens` = input + cache read + cache write).
+pub fn anthropic_response_usage(body: &[u8]) -> Option<Usage> {
+    serde_json::from_slice::<AnthropicWithUsage>(body)
+        .ok()
+        .and_then(|w| w.usage)
+        .map(|u| u.to_usage())
+}
+
+/// Accumulates usage over an Anthropic Messages stream: `message_start.message.usage` gives
+/// the input side, each `message_delta.usage` the cumulative output (B10: the last value wins).
+#[derive(Default)]
+pub struct AnthropicStreamUsage {
+    acc: Option<AnthropicUsage>,
+}
+
+impl std::fmt::Debug for AnthropicStreamUsage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicStreamUsage")
+            .field("usage", &self.usage())
+            .finish()
+    }
+}
+
+impl AnthropicStreamUsage {
+    /// Feeds one event's `data` JSON (any event type; only usage-bearing ones matter).
+    pub fn feed(&mut self, data: &[u8]) {
+        #[derive(Deserialize)]
+        struct Start {
+            message: AnthropicWithUsage,
+        }
+        if memchr::memmem::find(data, b"\"usage\"").is_none() {
+            return;
+        }
+        let found = if data.starts_with(b"{\"type\":\"message_start\"") {
+            serde_json::from_slice::<Start>(data).ok().and_then(|s| s.message.usage)
+        } else {
+            serde_json::from_slice::<AnthropicWithUsage>(data)
+                .ok()
+                .and_then(|w| w.usage)
+        };
+        if let Some(u) = found {
+            match &mut self.acc {
+                Some(acc) => acc.merge(u),
+                None => self.acc = Some(u),
+            }
+        }
+    }
+
+    /// The usage so far, if any event carried usage.
+    pub fn usage(&self) -> Option<Usage> {
+        self.acc.as_ref().map(AnthropicUsage::to_usage)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +228,25 @@ mod tests {
         assert_eq!(u.total_tokens(), 150);
         assert_eq!(openai_response_usage(b"{\"id\":1}"), None);
         assert_eq!(openai_response_usage(b"not json"), None);
+    }
+
+    #[test]
+    fn anthropic_usage_folds_cache_into_prompt() {
+        let body = br#"{"id":"msg","usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":20}}"#;
+        let u = anthropic_response_usage(body).unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens), (130, 5, 100, 20));
+    }
+
+    #[test]
+    fn anthropic_stream_usage_is_cumulative_not_summed() {
+        // B10: message_delta usage is cumulative; 13 then 20 means 20, input counted once.
+        let mut s = AnthropicStreamUsage::default();
+        s.feed(br#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":64,"output_tokens":1}}}"#);
+        s.feed(br#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"#);
+        s.feed(br#"{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":13}}"#);
+        s.feed(br#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":20}}"#);
+        let u = s.usage().unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (64, 20));
     }
 
     #[test]

@@ -119,14 +119,16 @@ impl UpstreamClient {
             .or_else(|| self.clients.values().next())
     }
 
-    /// POSTs `body` (JSON) to `{base_url}{path}` with the deployment's headers, waiting at most
-    /// the first-byte limit for the response headers.
+    /// POSTs `body` (JSON) to `{base_url}{path}` with the deployment's headers plus `extra`
+    /// (per-request headers such as a client's `anthropic-beta`), waiting at most the
+    /// first-byte limit for the response headers.
     pub async fn post_json(
         &self,
         deployment: &Deployment,
         path: &str,
         body: Bytes,
         timeouts: Timeouts,
+        extra: &[(http::HeaderName, http::HeaderValue)],
     ) -> Result<UpstreamResponse, UpstreamError> {
         let client = self
             .client(timeouts.connect)
@@ -137,7 +139,7 @@ impl UpstreamClient {
         let mut req = client
             .post(url)
             .header(http::header::CONTENT_TYPE, "application/json");
-        for (name, value) in &deployment.headers {
+        for (name, value) in deployment.headers.iter().chain(extra) {
             req = req.header(name, value);
         }
         let started = tokio::time::Instant::now();

@@ -11,6 +11,10 @@ use crate::table::{AuthStyle, ProviderSpec, WireDialect, provider_spec};
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
 /// Default connect timeout: 5 s, the OpenAI SDK's connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// `anthropic-version` sent to Anthropic upstreams: a fixed, known version (Anthropic API
+/// versioning docs), whatever version the client sent.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 /// Default bound on a non-streamed upstream response body: 64 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
 
@@ -185,6 +189,12 @@ impl Deployment {
             .or_else(|| provider.api_base_env.iter().find_map(|v| env(v)))
             .or(provider.default_api_base.map(str::to_owned));
         let base_url = match (base, &mock) {
+            (Some(b), _) if provider.dialect == WireDialect::Anthropic => {
+                // LiteLLM configs write the Anthropic base with or without the path.
+                let t = b.trim_end_matches('/');
+                let t = t.strip_suffix("/v1/messages").unwrap_or(t);
+                t.strip_suffix("/v1").unwrap_or(t).to_owned()
+            }
             (Some(b), _) => normalise_base(&b, provider.base_suffix),
             (None, Some(_)) => String::new(),
             (None, None) => {
@@ -212,6 +222,17 @@ impl Deployment {
             let mut value = HeaderValue::from_str(&value).map_err(|_| bad(name.as_str()))?;
             value.set_sensitive(true);
             headers.push((name, value));
+        }
+        if provider.dialect == WireDialect::Anthropic
+            && !spec
+                .extra_headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("anthropic-version"))
+        {
+            headers.push((
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            ));
         }
         if let Some(org) = spec.organization.filter(|o| !o.is_empty()) {
             let value = HeaderValue::from_str(&org).map_err(|_| bad("openai-organization"))?;
@@ -346,6 +367,19 @@ mod tests {
         let m = d.mock.unwrap();
         assert_eq!(m.latency_ms, 15);
         assert_eq!(m.chunks, 4);
+    }
+
+    #[test]
+    fn anthropic_auth_version_and_base() {
+        let mut s = spec("anthropic");
+        s.api_key = Some("sk-ant-x".into());
+        s.api_base = Some("http://127.0.0.1:9/v1/messages".into());
+        let d = Deployment::build(s, &|_| None).unwrap();
+        assert_eq!(d.base_url, "http://127.0.0.1:9");
+        assert_eq!(d.headers[0].0, "x-api-key");
+        assert_eq!(d.headers[0].1, "sk-ant-x");
+        assert_eq!(d.headers[1].0, "anthropic-version");
+        assert_eq!(d.headers[1].1, ANTHROPIC_VERSION);
     }
 
     #[test]

@@ -192,6 +192,17 @@ pub static PROVIDERS: &[ProviderSpec] = &[
         &["LITELLM_PROXY_API_BASE"],
     ),
     ProviderSpec {
+        name: "anthropic",
+        default_api_base: Some("https://api.anthropic.com"),
+        api_base_env: &["ANTHROPIC_API_BASE", "ANTHROPIC_BASE_URL"],
+        api_key_env: &["ANTHROPIC_API_KEY"],
+        auth: AuthStyle::XApiKey,
+        key_optional: false,
+        dialect: WireDialect::Anthropic,
+        base_suffix: "",
+        unsupported_fields: &[],
+    },
+    ProviderSpec {
         name: "mock",
         default_api_base: None,
         api_base_env: &[],
@@ -235,5 +246,7 @@ mod tests {
         assert_eq!(provider_spec("hosted_vllm").unwrap().default_api_base, None);
         assert_eq!(provider_spec("ollama_chat").unwrap().base_suffix, "/v1");
         assert_eq!(provider_spec("openai").unwrap().auth, AuthStyle::Bearer);
+        let a = provider_spec("anthropic").unwrap();
+        assert_eq!((a.auth, a.dialect), (AuthStyle::XApiKey, WireDialect::Anthropic));
     }
 }

@@ -27,7 +27,13 @@ impl From<ErrorEnvelope> for GatewayError {
 
 impl From<BodyError> for GatewayError {
     fn from(e: BodyError) -> Self {
-        let mut env = ErrorEnvelope::bad_request(e.to_string());
+        let mut env = match &e {
+            // Anthropic's wording for its one required scalar (Messages API errors).
+            BodyError::Missing("max_tokens") => {
+                ErrorEnvelope::bad_request("max_tokens: Field required")
+            }
+            _ => ErrorEnvelope::bad_request(e.to_string()),
+        };
         match &e {
             BodyError::Missing(f) => {
                 env = env.with_param(*f).with_code("missing_required_parameter");

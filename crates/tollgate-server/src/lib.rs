@@ -14,6 +14,7 @@ pub mod errors;
 pub mod headers;
 pub mod mock_provider;
 pub mod pipeline;
+pub mod plan;
 pub mod relay;
 pub mod request;
 pub mod routes;

@@ -5,11 +5,12 @@
 //!    everything else stays raw JSON ([`crate::request`]); 400 on malformed bodies.
 //! 3. **admit**: (governance, a later stage) model access, budgets and limits.
 //! 4. **route**: model group → deployment ([`tollgate_router`]); 404 `model_not_found`.
-//! 5. **build the upstream body**: `model` rewritten, gateway-only fields removed, deployment
-//!    defaults added, stream usage requested.
-//! 6. **send and relay**: bytes pass through; a copy is scanned for usage
-//!    ([`crate::relay`]); upstream errors keep their status and body; unreachable → 502,
-//!    timeouts → 504.
+//! 5. **plan and build the upstream body** ([`crate::plan`]): same dialect → the raw body with
+//!    `model` rewritten, gateway-only fields removed, deployment defaults added and stream usage
+//!    requested; different dialects → translated ([`tollgate_translate`]).
+//! 6. **send and relay** ([`crate::relay`]): passthrough bytes go through unchanged (a copy
+//!    is scanned for usage) or are translated event by event; upstream errors keep their
+//!    status and are reshaped only when dialects differ; unreachable → 502, timeouts → 504.
 //! 7. **settle**: one [`CallRecord`] per call goes to the [`crate::relay::CallSink`], off the
 //!    client's critical path.
 //!
@@ -17,21 +18,33 @@
 //! blocks, and nothing waits on a write.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::response::Response;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use serde_json::Value;
 use tollgate_protocol::ErrorEnvelope;
-use tollgate_protocol::usage::openai_response_usage;
+use tollgate_protocol::usage::{anthropic_response_usage, openai_response_usage};
+use tollgate_providers::Deployment;
 use tollgate_router::RouteError;
+use tollgate_translate::responses_to_chat::ResponseContext;
+use tollgate_translate::{
+    RequestOptions, TranslateError, anthropic_to_chat, chat_to_anthropic, completions_to_anthropic,
+    responses_to_anthropic, responses_to_chat,
+};
 
 use crate::errors::GatewayError;
-use crate::headers::CallHeaders;
+use crate::headers::{CallHeaders, forward_upstream};
 use crate::mock_provider::{self, MockAnswer};
+use crate::plan::{Pair, Passthrough, Plan, plan};
 use crate::relay::CallRecord;
-use crate::relay::stream::StreamRelay;
+use crate::relay::handlers::{
+    AnthropicPassthrough, EventHandler, OpenAiPassthrough, ResponsesPassthrough, Translated,
+    responses_usage,
+};
+use crate::relay::stream::{StreamRelay, UpstreamBytes};
 use crate::relay::unary::{MAX_ERROR_BODY, relay_body};
 use crate::request::{Endpoint, ParsedRequest};
 use crate::state::AppState;
@@ -69,6 +82,21 @@ struct Ids<'a> {
     model_group: Option<String>,
 }
 
+/// An upstream's answer, before relaying.
+enum Reply {
+    /// Complete body (any status).
+    Full {
+        status: StatusCode,
+        headers: HeaderMap,
+        body: Bytes,
+    },
+    /// A 2xx event stream.
+    Stream {
+        headers: HeaderMap,
+        body: UpstreamBytes,
+    },
+}
+
 async fn run(
     state: &Arc<AppState>,
     endpoint: Endpoint,
@@ -77,6 +105,8 @@ async fn run(
     ids: &mut Ids<'_>,
     started: Instant,
 ) -> Result<Response, GatewayError> {
+    let dialect = endpoint.dialect();
+
     // 1. authenticate
     let _identity = state
         .auth
@@ -93,7 +123,7 @@ async fn run(
         .router
         .route(&req.model)
         .map_err(|e| route_error(state, e))?;
-    let dep = &route.deployment.deployment;
+    let dep: &Deployment = &route.deployment.deployment;
     ids.model_id = Some(dep.id.clone());
     ids.model_group = Some(route.group.name.clone());
     let timeout_override = req.timeout_s.or_else(|| {
@@ -119,91 +149,352 @@ async fn run(
         ended: started,
     };
 
-    // 5 + 6, in process: the mock provider.
-    if let Some(mock) = &dep.mock {
-        return Ok(
-            match mock_provider::answer(endpoint, &req, &route.upstream_model, mock, ids.call_id)
-                .await
-            {
-                MockAnswer::Body(b) => {
-                    record.usage = openai_response_usage(&b);
-                    finish(state, record);
-                    json_response(StatusCode::OK, b)
-                }
-                MockAnswer::Stream(s) => sse_response(StreamRelay::new(
-                    s,
-                    timeouts.idle,
-                    !req.include_usage,
-                    record,
-                    Arc::clone(&state.sink),
-                )),
-            },
-        );
-    }
+    // 5. plan and build the upstream body
+    let plan = plan(endpoint, dep).map_err(GatewayError::from)?;
+    let created = unix_now();
+    let response_id = format!("resp_{}", ids.call_id.replace('-', ""));
+    let mut client_request: Option<Value> = None;
+    let (path, upstream_body) = match plan {
+        Plan::LocalTokenCount => {
+            let n = estimate_input_tokens(&req);
+            finish(state, record);
+            return Ok(json_response(
+                StatusCode::OK,
+                Bytes::from(format!("{{\"input_tokens\":{n}}}")),
+            ));
+        }
+        Plan::Passthrough { path, kind } => {
+            let mut out = Vec::new();
+            req.upstream_body(
+                &route.upstream_model,
+                &dep.defaults,
+                dep.provider.unsupported_fields,
+                kind == Passthrough::OpenAi,
+                &mut out,
+            );
+            (path, Bytes::from(out))
+        }
+        Plan::Translate(pair) => {
+            let value: Value = serde_json::from_slice(body).map_err(|e| {
+                GatewayError::from(ErrorEnvelope::bad_request(format!("Invalid JSON: {e}")))
+            })?;
+            let opts = RequestOptions {
+                upstream_model: Some(route.upstream_model.to_string()),
+                ..RequestOptions::default()
+            };
+            let translated = translate_request(pair, &value, &opts).map_err(translate_error)?;
+            client_request = Some(value);
+            (
+                pair.upstream_path(),
+                Bytes::from(with_defaults(translated, &dep.defaults).to_string()),
+            )
+        }
+    };
 
-    // 5. build the upstream body
-    let mut out = Vec::new();
-    req.upstream_body(
-        &route.upstream_model,
-        &dep.defaults,
-        dep.provider.unsupported_fields,
-        true,
-        &mut out,
-    );
-
-    // 6. send and relay
-    let upstream = match state
-        .client
-        .post_json(dep, endpoint.upstream_path(), Bytes::from(out), timeouts)
-        .await
+    // 6. send
+    let extra = per_request_headers(headers, dep);
+    let reply = match send(
+        state,
+        dep,
+        path,
+        upstream_body,
+        timeouts,
+        &extra,
+        ids.call_id,
+    )
+    .await
     {
         Ok(r) => r,
-        Err(e) => {
-            let err = GatewayError::from(&e);
-            tracing::warn!(deployment = %dep.id, error = %e, "upstream call failed");
+        Err(err) => {
             record.status = err.envelope.status;
             finish(state, record);
             return Err(err);
         }
     };
-    let status = upstream.status;
-    if req.stream && status.is_success() && is_event_stream(&upstream.headers) {
-        let up_headers = upstream.headers.clone();
-        let relay = StreamRelay::new(
-            Box::pin(upstream.into_stream()),
-            timeouts.idle,
-            !req.include_usage,
-            record,
-            Arc::clone(&state.sink),
-        );
-        let mut resp = sse_response(relay);
-        crate::headers::forward_upstream(&up_headers, resp.headers_mut());
-        return Ok(resp);
+    let ctx_request = client_request.as_ref().unwrap_or(&Value::Null);
+    let ctx = ResponseContext {
+        response_id: &response_id,
+        created_at: created,
+        completed_at: created,
+        request: ctx_request,
+    };
+
+    // 6. relay
+    match reply {
+        Reply::Stream { headers: up, body } => {
+            let handler: Box<dyn EventHandler> = match plan {
+                Plan::Passthrough {
+                    kind: Passthrough::OpenAi,
+                    ..
+                } => Box::new(OpenAiPassthrough::new(!req.include_usage)),
+                Plan::Passthrough {
+                    kind: Passthrough::Anthropic,
+                    ..
+                } => Box::<AnthropicPassthrough>::default(),
+                Plan::Passthrough {
+                    kind: Passthrough::Responses,
+                    ..
+                } => Box::<ResponsesPassthrough>::default(),
+                Plan::Translate(pair) => Box::new(stream_translator(pair, &req, created, &ctx)),
+                Plan::LocalTokenCount => unreachable_plan(),
+            };
+            let relay = StreamRelay::new(
+                body,
+                timeouts.idle,
+                handler,
+                record,
+                Arc::clone(&state.sink),
+            );
+            let mut resp = sse_response(relay);
+            forward_upstream(&up, resp.headers_mut());
+            Ok(resp)
+        }
+        Reply::Full {
+            status,
+            headers: up,
+            body,
+        } => {
+            record.status = status.as_u16();
+            let upstream_anthropic = matches!(
+                plan,
+                Plan::Passthrough {
+                    kind: Passthrough::Anthropic,
+                    ..
+                }
+            ) || matches!(plan, Plan::Translate(p) if p.upstream_is_anthropic());
+            if status.is_success() {
+                record.usage = if upstream_anthropic {
+                    anthropic_response_usage(&body)
+                } else if matches!(
+                    plan,
+                    Plan::Passthrough {
+                        kind: Passthrough::Responses,
+                        ..
+                    }
+                ) {
+                    responses_usage(&body)
+                } else {
+                    openai_response_usage(&body)
+                };
+            }
+            let resp = match plan {
+                Plan::Passthrough { .. } => Ok(relay_body(status, &up, body, dialect)),
+                Plan::Translate(pair) if status.is_success() => {
+                    translate_response(pair, &body, created, &ctx)
+                        .map(|b| json_response(StatusCode::OK, b))
+                        .map_err(translate_error)
+                }
+                Plan::Translate(_) => {
+                    let env = tollgate_translate::errors::map_upstream_error(
+                        status.as_u16(),
+                        &body,
+                        dialect,
+                    );
+                    let mut e = GatewayError::from(env);
+                    let mut fwd = HeaderMap::new();
+                    forward_upstream(&up, &mut fwd);
+                    e.headers
+                        .extend(fwd.into_iter().filter_map(|(k, v)| k.map(|k| (k, v))));
+                    Err(e)
+                }
+                Plan::LocalTokenCount => unreachable_plan(),
+            };
+            if let Err(e) = &resp {
+                record.status = e.envelope.status;
+            }
+            finish(state, record);
+            resp
+        }
     }
-    let up_headers = upstream.headers.clone();
+}
+
+fn unreachable_plan() -> ! {
+    // LocalTokenCount returns before anything is sent.
+    panic!("local token count never reaches the relay")
+}
+
+/// Sends the request upstream (or to the in-process mock) and waits for the response head.
+async fn send(
+    state: &AppState,
+    dep: &Deployment,
+    path: &'static str,
+    body: Bytes,
+    timeouts: tollgate_providers::Timeouts,
+    extra: &[(HeaderName, HeaderValue)],
+    call_id: &str,
+) -> Result<Reply, GatewayError> {
+    if let Some(mock) = &dep.mock {
+        let endpoint = match path {
+            "/completions" => Endpoint::Completions,
+            "/embeddings" => Endpoint::Embeddings,
+            _ => Endpoint::ChatCompletions,
+        };
+        let req = ParsedRequest::parse(&body, endpoint)?;
+        let model = req.model.clone();
+        return Ok(
+            match mock_provider::answer(endpoint, &req, &model, mock, call_id).await {
+                MockAnswer::Body(b) => Reply::Full {
+                    status: StatusCode::OK,
+                    headers: HeaderMap::new(),
+                    body: b,
+                },
+                MockAnswer::Stream(s) => Reply::Stream {
+                    headers: HeaderMap::new(),
+                    body: s,
+                },
+            },
+        );
+    }
+    let upstream = state
+        .client
+        .post_json(dep, path, body, timeouts, extra)
+        .await
+        .map_err(|e| {
+            tracing::warn!(deployment = %dep.id, error = %e, "upstream call failed");
+            GatewayError::from(&e)
+        })?;
+    let status = upstream.status;
+    if status.is_success() && is_event_stream(&upstream.headers) {
+        let headers = upstream.headers.clone();
+        return Ok(Reply::Stream {
+            headers,
+            body: Box::pin(upstream.into_stream()),
+        });
+    }
+    let headers = upstream.headers.clone();
     let limit = if status.is_success() {
         dep.max_response_bytes
     } else {
         MAX_ERROR_BODY
     };
-    let bytes = match upstream.read_body(limit).await {
-        Ok(b) => b,
-        Err(e) => {
-            let err = GatewayError::from(&e);
-            tracing::warn!(deployment = %dep.id, error = %e, "upstream response failed");
-            record.status = err.envelope.status;
-            finish(state, record);
-            return Err(err);
-        }
-    };
-    record.status = status.as_u16();
-    if status.is_success() {
-        record.usage = openai_response_usage(&bytes);
-    } else {
+    let body = upstream.read_body(limit).await.map_err(|e| {
+        tracing::warn!(deployment = %dep.id, error = %e, "upstream response failed");
+        GatewayError::from(&e)
+    })?;
+    if !status.is_success() {
         tracing::debug!(deployment = %dep.id, status = status.as_u16(), "upstream returned an error");
     }
-    finish(state, record);
-    Ok(relay_body(status, &up_headers, bytes))
+    Ok(Reply::Full {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Client headers forwarded per request: `anthropic-beta` to Anthropic upstreams.
+fn per_request_headers(headers: &HeaderMap, dep: &Deployment) -> Vec<(HeaderName, HeaderValue)> {
+    if dep.provider.dialect != tollgate_providers::WireDialect::Anthropic {
+        return Vec::new();
+    }
+    headers
+        .get_all("anthropic-beta")
+        .iter()
+        .map(|v| (HeaderName::from_static("anthropic-beta"), v.clone()))
+        .collect()
+}
+
+fn translate_request(
+    pair: Pair,
+    v: &Value,
+    opts: &RequestOptions,
+) -> Result<Value, TranslateError> {
+    match pair {
+        Pair::ChatToAnthropic => chat_to_anthropic::request(v, opts),
+        Pair::CompletionsToAnthropic => completions_to_anthropic::request(v, opts),
+        Pair::MessagesToChat => anthropic_to_chat::request(v, opts),
+        Pair::ResponsesToChat | Pair::ResponsesToAnthropic => {
+            if v.get("previous_response_id").is_some_and(|p| !p.is_null()) {
+                return Err(TranslateError::Unsupported {
+                    field: "previous_response_id".into(),
+                    reason:
+                        "stored responses are not kept for this deployment yet; send the full input"
+                            .into(),
+                });
+            }
+            if pair == Pair::ResponsesToChat {
+                responses_to_chat::request(v, opts, &[])
+            } else {
+                responses_to_anthropic::request(v, opts, &[])
+            }
+        }
+    }
+}
+
+fn translate_response(
+    pair: Pair,
+    body: &[u8],
+    created: u64,
+    ctx: &ResponseContext<'_>,
+) -> Result<Bytes, TranslateError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| TranslateError::InvalidResponse(format!("not JSON: {e}")))?;
+    let out = match pair {
+        Pair::ChatToAnthropic => chat_to_anthropic::response(&v, created)?,
+        Pair::CompletionsToAnthropic => completions_to_anthropic::response(&v, created)?,
+        Pair::MessagesToChat => anthropic_to_chat::response(&v)?,
+        Pair::ResponsesToChat => responses_to_chat::response(&v, ctx)?,
+        Pair::ResponsesToAnthropic => responses_to_anthropic::response(&v, ctx)?,
+    };
+    Ok(Bytes::from(out.to_string()))
+}
+
+fn stream_translator(
+    pair: Pair,
+    req: &ParsedRequest<'_>,
+    created: u64,
+    ctx: &ResponseContext<'_>,
+) -> Translated {
+    Translated::new(match pair {
+        Pair::ChatToAnthropic => Box::new(chat_to_anthropic::StreamTranslator::new(
+            chat_to_anthropic::StreamOptions {
+                include_usage: req.include_usage,
+                created,
+                drop_reasoning: false,
+            },
+        )),
+        Pair::CompletionsToAnthropic => Box::new(completions_to_anthropic::StreamTranslator::new(
+            req.include_usage,
+            created,
+        )),
+        Pair::MessagesToChat => Box::new(anthropic_to_chat::StreamTranslator::new()),
+        Pair::ResponsesToChat => Box::new(responses_to_chat::StreamTranslator::new(ctx)),
+        Pair::ResponsesToAnthropic => Box::new(responses_to_anthropic::StreamTranslator::new(ctx)),
+    })
+}
+
+fn translate_error(e: TranslateError) -> GatewayError {
+    let status = e.status();
+    let kind = if status >= 500 {
+        "server_error"
+    } else {
+        "invalid_request_error"
+    };
+    ErrorEnvelope::new(status, kind, e.to_string()).into()
+}
+
+/// Adds deployment request defaults that the translated body lacks.
+fn with_defaults(mut v: Value, defaults: &[(String, String)]) -> Value {
+    if let Value::Object(map) = &mut v {
+        for (k, raw) in defaults {
+            if !map.contains_key(k)
+                && let Ok(val) = serde_json::from_str(raw)
+            {
+                map.insert(k.clone(), val);
+            }
+        }
+    }
+    v
+}
+
+/// `count_tokens` for deployments that cannot count: ceil(bytes of `system`, `messages` and
+/// `tools` JSON / 4), the same bytes/4 rule the gateway uses for non-OpenAI tokenizers.
+fn estimate_input_tokens(req: &ParsedRequest<'_>) -> u64 {
+    let bytes: usize = ["system", "messages", "tools"]
+        .iter()
+        .filter_map(|f| req.body.get(f))
+        .map(|r| r.get().len())
+        .sum();
+    bytes.div_ceil(4) as u64
 }
 
 fn finish(state: &AppState, mut record: CallRecord) {
@@ -276,4 +567,11 @@ fn sse_response(relay: StreamRelay) -> Response {
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     r
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }

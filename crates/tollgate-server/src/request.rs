@@ -12,35 +12,47 @@ pub enum Endpoint {
     Completions,
     /// `POST /v1/embeddings`.
     Embeddings,
+    /// `POST /v1/messages` (Anthropic Messages).
+    Messages,
+    /// `POST /v1/messages/count_tokens` (Anthropic token count).
+    CountTokens,
+    /// `POST /v1/responses` (OpenAI Responses).
+    Responses,
 }
 
 impl Endpoint {
-    /// Path appended to the deployment's base URL.
+    /// Path appended to the deployment's base URL when the request passes through unchanged.
     pub fn upstream_path(self) -> &'static str {
         match self {
             Endpoint::ChatCompletions => "/chat/completions",
             Endpoint::Completions => "/completions",
             Endpoint::Embeddings => "/embeddings",
+            Endpoint::Messages => "/v1/messages",
+            Endpoint::CountTokens => "/v1/messages/count_tokens",
+            Endpoint::Responses => "/responses",
         }
     }
 
     /// The field that must be present besides `model`.
     pub fn required_field(self) -> &'static str {
         match self {
-            Endpoint::ChatCompletions => "messages",
+            Endpoint::ChatCompletions | Endpoint::Messages | Endpoint::CountTokens => "messages",
             Endpoint::Completions => "prompt",
-            Endpoint::Embeddings => "input",
+            Endpoint::Embeddings | Endpoint::Responses => "input",
         }
     }
 
     /// The dialect errors are answered in.
     pub fn dialect(self) -> Dialect {
-        Dialect::OpenAi
+        match self {
+            Endpoint::Messages | Endpoint::CountTokens => Dialect::Anthropic,
+            _ => Dialect::OpenAi,
+        }
     }
 
     /// Whether the endpoint can stream.
     pub fn can_stream(self) -> bool {
-        !matches!(self, Endpoint::Embeddings)
+        !matches!(self, Endpoint::Embeddings | Endpoint::CountTokens)
     }
 
     /// LiteLLM `call_type` name (spend logs, metrics).
@@ -49,6 +61,9 @@ impl Endpoint {
             Endpoint::ChatCompletions => "acompletion",
             Endpoint::Completions => "atext_completion",
             Endpoint::Embeddings => "aembedding",
+            Endpoint::Messages => "anthropic_messages",
+            Endpoint::CountTokens => "count_tokens",
+            Endpoint::Responses => "aresponses",
         }
     }
 }
@@ -119,11 +134,11 @@ impl<'a> ParsedRequest<'a> {
             .into_owned();
         let required = endpoint.required_field();
         if !body.contains(required) {
-            return Err(BodyError::Missing(match endpoint {
-                Endpoint::ChatCompletions => "messages",
-                Endpoint::Completions => "prompt",
-                Endpoint::Embeddings => "input",
-            }));
+            return Err(BodyError::Missing(required));
+        }
+        // Anthropic requires max_tokens on Messages (not on count_tokens).
+        if endpoint == Endpoint::Messages && !body.contains("max_tokens") {
+            return Err(BodyError::Missing("max_tokens"));
         }
         let stream = endpoint.can_stream() && body.bool_field("stream")?.unwrap_or(false);
         let include_usage = body

@@ -32,6 +32,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/completions", post(completions))
         .route("/v1/embeddings", post(embeddings))
         .route("/embeddings", post(embeddings))
+        .route("/v1/messages", post(messages))
+        .route("/anthropic/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/anthropic/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/responses", post(responses))
+        .route("/responses", post(responses))
         .route("/v1/models", get(models))
         .route("/models", get(models))
         .route("/v1/models/{id}", get(model))
@@ -57,7 +63,7 @@ async fn inference(
             "invalid_request_error",
             format!("Could not read the request body: {}", rej.body_text()),
         ))
-        .into_response(),
+        .into_response_in(endpoint.dialect()),
     }
 }
 
@@ -83,6 +89,30 @@ async fn embeddings(
     b: Result<Bytes, BytesRejection>,
 ) -> Response {
     inference(s, Endpoint::Embeddings, h, b).await
+}
+
+async fn messages(
+    State(s): State<Arc<AppState>>,
+    h: HeaderMap,
+    b: Result<Bytes, BytesRejection>,
+) -> Response {
+    inference(s, Endpoint::Messages, h, b).await
+}
+
+async fn count_tokens(
+    State(s): State<Arc<AppState>>,
+    h: HeaderMap,
+    b: Result<Bytes, BytesRejection>,
+) -> Response {
+    inference(s, Endpoint::CountTokens, h, b).await
+}
+
+async fn responses(
+    State(s): State<Arc<AppState>>,
+    h: HeaderMap,
+    b: Result<Bytes, BytesRejection>,
+) -> Response {
+    inference(s, Endpoint::Responses, h, b).await
 }
 
 fn model_object(id: &str) -> serde_json::Value {

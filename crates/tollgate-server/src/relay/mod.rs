@@ -7,6 +7,7 @@
 //! - [`CallRecord`] / [`CallSink`]: what the settlement step receives once per call
 //!   (governance will bill from it; today it feeds the log).
 
+pub mod handlers;
 pub mod stream;
 pub mod unary;
 

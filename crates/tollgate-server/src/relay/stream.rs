@@ -1,11 +1,10 @@
-//! SSE relay for OpenAI-dialect streams.
+//! SSE relay.
 //!
-//! Each upstream read goes into a bounded [`SseFramer`]; every complete event is forwarded as
-//! its exact bytes the moment it is complete (so each event is flushed on its own, and a
-//! multi-byte character split across reads is never cut). A copy of usage-bearing events is
-//! parsed for the final usage. When the gateway forced `stream_options.include_usage` on a
-//! client that did not ask for it, the extra `"usage":null` members and the final
-//! `choices: []` usage chunk are removed from what that client sees.
+//! Each upstream read goes into a bounded [`SseFramer`]; every complete event is handed to an
+//! [`EventHandler`] the moment it is complete, and what it produces is sent at once (so each
+//! event is flushed on its own, and a multi-byte character split across reads is never cut).
+//! Passthrough handlers forward the event's exact bytes and parse a copy for usage;
+//! translating handlers run a dialect state machine.
 //!
 //! Failure handling: an upstream read error, an idle gap longer than the deployment's limit,
 //! an oversized event, or an upstream EOF before `data: [DONE]` (or an error event) reaches the
@@ -21,14 +20,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_util::Stream;
-use memchr::memmem;
 use tokio::time::Sleep;
-use tollgate_protocol::usage::openai_chunk_usage;
-use tollgate_protocol::{Dialect, ErrorEnvelope, SseFramer};
+use tollgate_protocol::{RawEvent, SseFramer};
 use tollgate_providers::UpstreamError;
 
+use super::handlers::{EventHandler, Step};
 use super::{CallRecord, CallSink};
 
 /// Largest single SSE event accepted from an upstream, bytes (a chunk is normally < 2 KiB).
@@ -44,7 +42,7 @@ pub struct StreamRelay {
     idle: Duration,
     sleep: Pin<Box<Sleep>>,
     queue: VecDeque<Bytes>,
-    strip_usage: bool,
+    handler: Box<dyn EventHandler>,
     finished: bool,
     saw_end: bool,
     record: Option<CallRecord>,
@@ -60,12 +58,12 @@ impl std::fmt::Debug for StreamRelay {
 }
 
 impl StreamRelay {
-    /// Relays `upstream`. `strip_usage`: the client did not ask for usage (the gateway did).
-    /// `record` is completed and sent to `sink` exactly once, when the stream ends or is dropped.
+    /// Relays `upstream` through `handler`. `record` is completed and sent to `sink` exactly
+    /// once, when the stream ends or is dropped.
     pub fn new(
         upstream: UpstreamBytes,
         idle: Duration,
-        strip_usage: bool,
+        handler: Box<dyn EventHandler>,
         record: CallRecord,
         sink: Arc<dyn CallSink>,
     ) -> Self {
@@ -75,7 +73,7 @@ impl StreamRelay {
             idle,
             sleep: Box::pin(tokio::time::sleep(idle)),
             queue: VecDeque::with_capacity(4),
-            strip_usage,
+            handler,
             finished: false,
             saw_end: false,
             record: Some(record),
@@ -84,10 +82,7 @@ impl StreamRelay {
     }
 
     fn fail(&mut self, message: String) {
-        let env =
-            ErrorEnvelope::new(502, "server_error", message).with_code("upstream_stream_error");
-        self.queue
-            .push_back(Bytes::from(env.to_sse_event(Dialect::OpenAi)));
+        self.handler.on_failure(&message, &mut self.queue);
         if let Some(r) = self.record.as_mut() {
             r.upstream_failed = true;
         }
@@ -97,7 +92,7 @@ impl StreamRelay {
     fn drain_events(&mut self) {
         loop {
             match self.framer.next_event() {
-                Ok(Some(ev)) => self.on_event(ev.raw),
+                Ok(Some(ev)) => self.on_event(ev),
                 Ok(None) => return,
                 Err(e) => {
                     self.fail(format!("Upstream stream could not be read: {e}"));
@@ -107,43 +102,28 @@ impl StreamRelay {
         }
     }
 
-    fn on_event(&mut self, raw: Bytes) {
+    fn on_event(&mut self, ev: RawEvent) {
         if self.saw_end {
             return;
         }
-        let data = data_payload(&raw);
-        if data == b"[DONE]" {
+        let before = self.queue.len();
+        if let Step::End { failed } = self.handler.on_event(ev, &mut self.queue) {
             self.saw_end = true;
-        } else if data.starts_with(b"{\"error\"") {
-            // A mid-stream error from the upstream: relayed as is; the stream ends after it.
-            self.saw_end = true;
-            if let Some(r) = self.record.as_mut() {
+            if failed && let Some(r) = self.record.as_mut() {
                 r.upstream_failed = true;
             }
-        } else if let Some(cu) = openai_chunk_usage(data) {
-            if let Some(r) = self.record.as_mut() {
-                // Usage values are cumulative: the last one wins (never summed; B10).
-                r.usage = Some(cu.usage);
-            }
-            if self.strip_usage && cu.usage_only {
-                return;
-            }
         }
-        let out = if self.strip_usage {
-            strip_null_usage(raw)
-        } else {
-            raw
-        };
-        if let Some(r) = self.record.as_mut()
+        if self.queue.len() > before
+            && let Some(r) = self.record.as_mut()
             && r.first_byte.is_none()
         {
             r.first_byte = Some(Instant::now());
         }
-        self.queue.push_back(out);
     }
 
     fn complete(&mut self, client_disconnected: bool) {
         if let Some(mut r) = self.record.take() {
+            r.usage = self.handler.usage().or(r.usage);
             r.client_disconnected = client_disconnected;
             r.ended = Instant::now();
             self.sink.record(r);
@@ -176,7 +156,7 @@ impl Stream for StreamRelay {
                 }
                 Poll::Ready(None) => {
                     match this.framer.finish() {
-                        Ok(Some(ev)) => this.on_event(ev.raw),
+                        Ok(Some(ev)) => this.on_event(ev),
                         Ok(None) => {}
                         Err(e) => this.fail(format!("Upstream stream could not be read: {e}")),
                     }
@@ -207,39 +187,10 @@ impl Drop for StreamRelay {
     }
 }
 
-/// The `data:` payload of a single-data-line event, without parsing the rest.
-fn data_payload(raw: &[u8]) -> &[u8] {
-    let Some(start) = memmem::find(raw, b"data:") else {
-        return b"";
-    };
-    let mut rest = &raw[start + 5..];
-    if rest.first() == Some(&b' ') {
-        rest = &rest[1..];
-    }
-    let end = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
-    &rest[..end]
-}
-
-/// Removes `,"usage":null` members that `include_usage` adds to every chunk.
-fn strip_null_usage(raw: Bytes) -> Bytes {
-    const NEEDLE: &[u8] = b",\"usage\":null";
-    let Some(first) = memmem::find(&raw, NEEDLE) else {
-        return raw;
-    };
-    let mut out = BytesMut::with_capacity(raw.len());
-    out.extend_from_slice(&raw[..first]);
-    let mut rest = &raw[first + NEEDLE.len()..];
-    while let Some(i) = memmem::find(rest, NEEDLE) {
-        out.extend_from_slice(&rest[..i]);
-        rest = &rest[i + NEEDLE.len()..];
-    }
-    out.extend_from_slice(rest);
-    out.freeze()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::relay::handlers::OpenAiPassthrough;
     use futures_util::StreamExt;
     use std::sync::Mutex;
 
@@ -275,7 +226,13 @@ mod tests {
         let up: UpstreamBytes = Box::pin(futures_util::stream::iter(
             chunks.into_iter().map(|c| Ok(Bytes::from_static(c))),
         ));
-        let relay = StreamRelay::new(up, Duration::from_secs(5), strip, record(), sink.clone());
+        let relay = StreamRelay::new(
+            up,
+            Duration::from_secs(5),
+            Box::new(OpenAiPassthrough::new(strip)),
+            record(),
+            sink.clone(),
+        );
         let out: Vec<u8> = relay
             .map(|r| r.unwrap().to_vec())
             .collect::<Vec<_>>()
@@ -339,7 +296,13 @@ mod tests {
             futures_util::stream::iter(vec![Ok(Bytes::from_static(b"data: {\"a\":1}\n\n"))])
                 .chain(futures_util::stream::pending()),
         );
-        let relay = StreamRelay::new(up, Duration::from_millis(50), false, record(), sink.clone());
+        let relay = StreamRelay::new(
+            up,
+            Duration::from_millis(50),
+            Box::new(OpenAiPassthrough::new(false)),
+            record(),
+            sink.clone(),
+        );
         let out: Vec<u8> = relay
             .map(|r| r.unwrap().to_vec())
             .collect::<Vec<_>>()
@@ -358,7 +321,13 @@ mod tests {
             ))])
             .chain(futures_util::stream::pending()),
         );
-        let mut relay = StreamRelay::new(up, Duration::from_secs(5), false, record(), sink.clone());
+        let mut relay = StreamRelay::new(
+            up,
+            Duration::from_secs(5),
+            Box::new(OpenAiPassthrough::new(false)),
+            record(),
+            sink.clone(),
+        );
         let first = relay.next().await.unwrap().unwrap();
         assert!(first.starts_with(b"data: "));
         drop(relay);
@@ -366,16 +335,5 @@ mod tests {
         assert_eq!(recs.len(), 1);
         assert!(recs[0].client_disconnected);
         assert_eq!(recs[0].usage.unwrap().completion_tokens, 1);
-    }
-
-    #[test]
-    fn strip_null_usage_removes_every_occurrence() {
-        let b = Bytes::from_static(
-            b"data: {\"a\":1,\"usage\":null,\"b\":{\"c\":2,\"usage\":null}}\n\n",
-        );
-        assert_eq!(
-            &strip_null_usage(b)[..],
-            b"data: {\"a\":1,\"b\":{\"c\":2}}\n\n"
-        );
     }
 }

@@ -19,7 +19,13 @@ pub const MAX_ERROR_BODY: usize = 1 << 20;
 /// object with an `error` member (OpenAI and Anthropic both are); otherwise (HTML from a load
 /// balancer, plain text, empty) it is wrapped in an OpenAI error envelope that quotes it, so
 /// the client never gets an empty or non-JSON error, and never a 2xx for an upstream failure.
-pub fn relay_body(status: StatusCode, upstream_headers: &HeaderMap, body: Bytes) -> Response {
+/// `dialect` is the client's (the upstream speaks it too: this is the passthrough path).
+pub fn relay_body(
+    status: StatusCode,
+    upstream_headers: &HeaderMap,
+    body: Bytes,
+    dialect: tollgate_protocol::Dialect,
+) -> Response {
     let body = if status.is_success() || is_error_json(&body) {
         body
     } else {
@@ -41,7 +47,7 @@ pub fn relay_body(status: StatusCode, upstream_headers: &HeaderMap, body: Bytes)
             openai_type_for_status(status.as_u16()),
             message,
         );
-        Bytes::from(env.to_json(tollgate_protocol::Dialect::OpenAi))
+        Bytes::from(env.to_json(dialect))
     };
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = status;
@@ -79,7 +85,12 @@ mod tests {
         let mut up = HeaderMap::new();
         up.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
         let b = Bytes::from_static(b"{\"id\":\"x\",  \"odd_spacing\":true}");
-        let r = relay_body(StatusCode::OK, &up, b.clone());
+        let r = relay_body(
+            StatusCode::OK,
+            &up,
+            b.clone(),
+            tollgate_protocol::Dialect::OpenAi,
+        );
         assert_eq!(r.status(), 200);
         assert_eq!(body_of(r).await, b.to_vec());
     }
@@ -88,13 +99,19 @@ mod tests {
     async fn upstream_error_json_kept_and_non_json_wrapped() {
         let up = HeaderMap::new();
         let e = Bytes::from_static(br#"{"error":{"message":"bad","type":"invalid_request_error","param":null,"code":null}}"#);
-        let r = relay_body(StatusCode::UNPROCESSABLE_ENTITY, &up, e.clone());
+        let r = relay_body(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &up,
+            e.clone(),
+            tollgate_protocol::Dialect::OpenAi,
+        );
         assert_eq!(r.status(), 422);
         assert_eq!(body_of(r).await, e.to_vec());
         let r = relay_body(
             StatusCode::BAD_GATEWAY,
             &up,
             Bytes::from_static(b"<html>bad gateway</html>"),
+            tollgate_protocol::Dialect::OpenAi,
         );
         assert_eq!(r.status(), 502);
         let v: serde_json::Value = serde_json::from_slice(&body_of(r).await).unwrap();
@@ -103,7 +120,12 @@ mod tests {
             v["error"]["message"],
             "Upstream returned HTTP 502: <html>bad gateway</html>"
         );
-        let r = relay_body(StatusCode::SERVICE_UNAVAILABLE, &up, Bytes::new());
+        let r = relay_body(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &up,
+            Bytes::new(),
+            tollgate_protocol::Dialect::OpenAi,
+        );
         let v: serde_json::Value = serde_json::from_slice(&body_of(r).await).unwrap();
         assert_eq!(
             v["error"]["message"],

@@ -1,0 +1,384 @@
+//! What the stream relay does with each upstream event, per (client dialect, upstream dialect).
+//!
+//! - [`OpenAiPassthrough`]: OpenAI chunks to an OpenAI client (exact bytes; forced usage hidden).
+//! - [`AnthropicPassthrough`]: Anthropic events to an Anthropic client (exact bytes).
+//! - [`ResponsesPassthrough`]: Responses events to a Responses client (exact bytes).
+//! - [`Translated`]: any `tollgate_translate` stream state machine (dialects differ).
+//!
+//! Each handler also keeps the usage seen so far, for settlement.
+
+use std::collections::VecDeque;
+
+use bytes::{Bytes, BytesMut};
+use memchr::memmem;
+use tollgate_protocol::usage::{AnthropicStreamUsage, openai_chunk_usage};
+use tollgate_protocol::{Dialect, ErrorEnvelope, ParsedEvent, RawEvent, Usage};
+use tollgate_translate::{StreamOutcome, TranslateError};
+
+/// What happened with one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// More events expected.
+    Continue,
+    /// That was the last event; `failed` when it reported an error.
+    End {
+        /// The upstream reported an error.
+        failed: bool,
+    },
+}
+
+/// Per-event processing of an upstream stream.
+pub trait EventHandler: Send {
+    /// One complete upstream event; bytes for the client are appended to `out`.
+    fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step;
+    /// The stream failed (upstream EOF before its final event, read error, idle timeout):
+    /// append a closing error event in the client's dialect.
+    fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>);
+    /// Usage seen so far (final cumulative values).
+    fn usage(&self) -> Option<Usage>;
+}
+
+fn error_event(dialect: Dialect, message: &str) -> Bytes {
+    let env = ErrorEnvelope::new(502, "server_error", message).with_code("upstream_stream_error");
+    Bytes::from(env.to_sse_event(dialect))
+}
+
+/// The `data:` payload of a single-data-line event, without parsing the rest.
+pub(crate) fn data_payload(raw: &[u8]) -> &[u8] {
+    let Some(start) = memmem::find(raw, b"data:") else {
+        return b"";
+    };
+    let mut rest = &raw[start + 5..];
+    if rest.first() == Some(&b' ') {
+        rest = &rest[1..];
+    }
+    let end = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// The `event:` name, if the event has one.
+fn event_name(raw: &[u8]) -> &[u8] {
+    let Some(start) = memmem::find(raw, b"event:") else {
+        return b"";
+    };
+    let mut rest = &raw[start + 6..];
+    if rest.first() == Some(&b' ') {
+        rest = &rest[1..];
+    }
+    let end = memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// OpenAI chunks relayed to an OpenAI client. With `strip_usage` (the gateway forced
+/// `include_usage` on a client that did not ask), `"usage":null` members and the final
+/// `choices: []` usage chunk are removed.
+#[derive(Debug)]
+pub struct OpenAiPassthrough {
+    strip_usage: bool,
+    usage: Option<Usage>,
+}
+
+impl OpenAiPassthrough {
+    /// A handler; `strip_usage` as above.
+    pub fn new(strip_usage: bool) -> Self {
+        Self {
+            strip_usage,
+            usage: None,
+        }
+    }
+}
+
+impl EventHandler for OpenAiPassthrough {
+    fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step {
+        let raw = ev.raw;
+        let data = data_payload(&raw);
+        let mut step = Step::Continue;
+        if data == b"[DONE]" {
+            step = Step::End { failed: false };
+        } else if data.starts_with(b"{\"error\"") {
+            step = Step::End { failed: true };
+        } else if let Some(cu) = openai_chunk_usage(data) {
+            // Usage values are cumulative: the last one wins (never summed; B10).
+            self.usage = Some(cu.usage);
+            if self.strip_usage && cu.usage_only {
+                return step;
+            }
+        }
+        out.push_back(if self.strip_usage {
+            strip_null_usage(raw)
+        } else {
+            raw
+        });
+        step
+    }
+
+    fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
+        out.push_back(error_event(Dialect::OpenAi, message));
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+}
+
+/// Removes `,"usage":null` members that `include_usage` adds to every chunk.
+pub(crate) fn strip_null_usage(raw: Bytes) -> Bytes {
+    const NEEDLE: &[u8] = b",\"usage\":null";
+    let Some(first) = memmem::find(&raw, NEEDLE) else {
+        return raw;
+    };
+    let mut out = BytesMut::with_capacity(raw.len());
+    out.extend_from_slice(&raw[..first]);
+    let mut rest = &raw[first + NEEDLE.len()..];
+    while let Some(i) = memmem::find(rest, NEEDLE) {
+        out.extend_from_slice(&rest[..i]);
+        rest = &rest[i + NEEDLE.len()..];
+    }
+    out.extend_from_slice(rest);
+    out.freeze()
+}
+
+/// Anthropic events relayed to an Anthropic client; usage from `message_start` and the
+/// cumulative `message_delta`s; the stream ends at `message_stop` or `error`.
+#[derive(Debug, Default)]
+pub struct AnthropicPassthrough {
+    usage: AnthropicStreamUsage,
+}
+
+impl EventHandler for AnthropicPassthrough {
+    fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step {
+        let name = event_name(&ev.raw);
+        let step = match name {
+            b"message_stop" => Step::End { failed: false },
+            b"error" => Step::End { failed: true },
+            _ => {
+                self.usage.feed(data_payload(&ev.raw));
+                Step::Continue
+            }
+        };
+        out.push_back(ev.raw);
+        step
+    }
+
+    fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
+        let env = ErrorEnvelope::new(502, "api_error", message);
+        out.push_back(Bytes::from(env.to_sse_event(Dialect::Anthropic)));
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        self.usage.usage()
+    }
+}
+
+/// Responses API events relayed to a Responses client; usage from `response.completed`
+/// (`response.usage`: `input_tokens` includes cached, `output_tokens` includes reasoning).
+#[derive(Debug, Default)]
+pub struct ResponsesPassthrough {
+    usage: Option<Usage>,
+}
+
+impl EventHandler for ResponsesPassthrough {
+    fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step {
+        let name = event_name(&ev.raw);
+        let step = match name {
+            b"response.completed" | b"response.incomplete" => {
+                self.usage = responses_usage(data_payload(&ev.raw));
+                Step::End { failed: false }
+            }
+            b"response.failed" | b"error" => Step::End { failed: true },
+            _ => Step::Continue,
+        };
+        out.push_back(ev.raw);
+        step
+    }
+
+    fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
+        let mut b = BytesMut::new();
+        tollgate_translate::errors::write_responses_stream_error(
+            &mut b,
+            0,
+            "upstream_stream_error",
+            message,
+        );
+        out.push_back(b.freeze());
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        self.usage
+    }
+}
+
+/// Usage of a Responses object (or an event wrapping one under `response`).
+pub fn responses_usage(data: &[u8]) -> Option<Usage> {
+    let v: serde_json::Value = serde_json::from_slice(data).ok()?;
+    let u = v.get("response").unwrap_or(&v).get("usage")?;
+    let n = |p: &[&str]| {
+        p.iter()
+            .try_fold(u, |acc, k| acc.get(*k))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    Some(Usage {
+        prompt_tokens: n(&["input_tokens"]),
+        completion_tokens: n(&["output_tokens"]),
+        cached_tokens: n(&["input_tokens_details", "cached_tokens"]),
+        cache_write_tokens: 0,
+        reasoning_tokens: n(&["output_tokens_details", "reasoning_tokens"]),
+    })
+}
+
+/// The common face of `tollgate_translate`'s stream state machines.
+pub trait Translator: Send {
+    /// Feeds one upstream event; client bytes go to `out`.
+    fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError>;
+    /// Upstream EOF.
+    fn finish(&mut self, out: &mut BytesMut);
+    /// Usage so far.
+    fn usage(&self) -> tollgate_translate::Usage;
+    /// Where the stream stands.
+    fn outcome(&self) -> StreamOutcome;
+}
+
+macro_rules! translator {
+    ($($t:ty),*) => {$(
+        impl Translator for $t {
+            fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
+                <$t>::feed(self, ev, out)
+            }
+            fn finish(&mut self, out: &mut BytesMut) {
+                <$t>::finish(self, out)
+            }
+            fn usage(&self) -> tollgate_translate::Usage {
+                <$t>::usage(self)
+            }
+            fn outcome(&self) -> StreamOutcome {
+                <$t>::outcome(self)
+            }
+        }
+    )*};
+}
+
+translator!(
+    tollgate_translate::chat_to_anthropic::StreamTranslator,
+    tollgate_translate::anthropic_to_chat::StreamTranslator,
+    tollgate_translate::responses_to_chat::StreamTranslator,
+    tollgate_translate::responses_to_anthropic::StreamTranslator,
+    tollgate_translate::completions_to_anthropic::StreamTranslator
+);
+
+/// Converts translated usage to the gateway's (`prompt_tokens` includes cache reads and writes).
+pub fn from_translate_usage(u: tollgate_translate::Usage) -> Usage {
+    Usage {
+        prompt_tokens: u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+        completion_tokens: u.output_tokens,
+        cached_tokens: u.cache_read_tokens,
+        cache_write_tokens: u.cache_write_tokens,
+        reasoning_tokens: u.reasoning_tokens,
+    }
+}
+
+/// A stream whose dialect is translated event by event.
+pub struct Translated {
+    inner: Box<dyn Translator>,
+    buf: BytesMut,
+}
+
+impl Translated {
+    /// Wraps a translator.
+    pub fn new(inner: Box<dyn Translator>) -> Self {
+        Self {
+            inner,
+            buf: BytesMut::new(),
+        }
+    }
+
+    fn flush(&mut self, out: &mut VecDeque<Bytes>) {
+        if !self.buf.is_empty() {
+            out.push_back(self.buf.split().freeze());
+        }
+    }
+}
+
+impl EventHandler for Translated {
+    fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step {
+        let step = match ev.parse() {
+            Ok(parsed) => match self.inner.feed(&parsed, &mut self.buf) {
+                // On Err the translator already wrote the client-dialect error event.
+                Err(_) => Step::End { failed: true },
+                Ok(()) => match self.inner.outcome() {
+                    StreamOutcome::InProgress => Step::Continue,
+                    StreamOutcome::Completed => Step::End { failed: false },
+                    _ => Step::End { failed: true },
+                },
+            },
+            Err(_) => {
+                self.inner.finish(&mut self.buf);
+                Step::End { failed: true }
+            }
+        };
+        self.flush(out);
+        step
+    }
+
+    fn on_failure(&mut self, _message: &str, out: &mut VecDeque<Bytes>) {
+        // The translator knows the client's dialect: at a cut-short stream it writes the
+        // dialect's error event.
+        self.inner.finish(&mut self.buf);
+        self.flush(out);
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        Some(from_translate_usage(self.inner.usage()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_null_usage_removes_every_occurrence() {
+        let b = Bytes::from_static(
+            b"data: {\"a\":1,\"usage\":null,\"b\":{\"c\":2,\"usage\":null}}\n\n",
+        );
+        assert_eq!(
+            &strip_null_usage(b)[..],
+            b"data: {\"a\":1,\"b\":{\"c\":2}}\n\n"
+        );
+    }
+
+    #[test]
+    fn anthropic_passthrough_ends_at_message_stop_with_usage() {
+        let mut h = AnthropicPassthrough::default();
+        let mut out = VecDeque::new();
+        let ev = |s: &'static str| RawEvent {
+            raw: Bytes::from_static(s.as_bytes()),
+        };
+        assert_eq!(h.on_event(ev("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n"), &mut out), Step::Continue);
+        assert_eq!(h.on_event(ev("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":4}}\n\n"), &mut out), Step::Continue);
+        assert_eq!(
+            h.on_event(
+                ev("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"),
+                &mut out
+            ),
+            Step::End { failed: false }
+        );
+        assert_eq!(out.len(), 3);
+        let u = h.usage().unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (9, 4));
+    }
+
+    #[test]
+    fn responses_usage_reads_completed_event() {
+        let u = responses_usage(br#"{"type":"response.completed","response":{"usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":2},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":3}}}}"#).unwrap();
+        assert_eq!(
+            (
+                u.prompt_tokens,
+                u.completion_tokens,
+                u.cached_tokens,
+                u.reasoning_tokens
+            ),
+            (12, 7, 2, 3)
+        );
+    }
+}
