@@ -123,6 +123,8 @@ pub struct Behavior {
     pub tool_call: Option<bool>,
     /// With a tool call: one call per declared tool (parallel tool calls) instead of one.
     pub all_tools: Option<bool>,
+    /// Answer 400 when the body carries a gateway-internal field (see `leak`).
+    pub reject_internal_fields: Option<bool>,
     /// Send this JSON as the response body verbatim (with `status`, default 200).
     pub body: Option<serde_json::Value>,
     /// Extra response headers.
@@ -159,6 +161,7 @@ impl Behavior {
             reply,
             tool_call,
             all_tools,
+            reject_internal_fields,
             body,
             headers
         );

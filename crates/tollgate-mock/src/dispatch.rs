@@ -462,6 +462,34 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Respons
         };
     }
 
+    if route.is_inference()
+        && behavior
+            .reject_internal_fields
+            .unwrap_or(state.config.reject_internal_fields)
+        && let Some(j) = &json
+    {
+        let leaked = crate::leak::leaked_fields(j);
+        if !leaked.is_empty() {
+            let msg = format!(
+                "tollgate-mock: gateway-internal field(s) leaked upstream: {}",
+                leaked.join(", ")
+            );
+            let body = match dialect {
+                Dialect::OpenAi => openai_error_body(
+                    &msg,
+                    "invalid_request_error",
+                    leaked.first().copied(),
+                    Some("leaked_internal_field"),
+                ),
+                Dialect::Anthropic => crate::errors::anthropic_error_body(
+                    "invalid_request_error",
+                    &msg,
+                    &out.request_id(),
+                ),
+            };
+            return out.json(400, &body, guard);
+        }
+    }
     let reply = match route {
         Route::Health => Reply::Json(200, serde_json::json!({"status": "ok"})),
         Route::Models => routes::models::list(&state.fixtures),

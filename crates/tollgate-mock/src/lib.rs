@@ -22,6 +22,7 @@ pub mod body;
 mod dispatch;
 pub mod errors;
 pub mod fixtures;
+pub mod leak;
 pub mod observe;
 mod routes;
 mod server;
@@ -75,6 +76,10 @@ pub struct MockConfig {
     pub require_key: Option<String>,
     /// Number of content chunks in generated streams when `x-mock-chunks` is absent (default 8).
     pub default_chunks: usize,
+    /// Answer 400 when an inference request body carries a gateway-internal field (see
+    /// [`leak::INTERNAL_FIELDS`]), like LiteLLM's integration upstream does (default false; a
+    /// script's `reject_internal_fields` turns it on per deployment or model).
+    pub reject_internal_fields: bool,
 }
 
 impl Default for MockConfig {
@@ -88,6 +93,7 @@ impl Default for MockConfig {
             max_records: 10_000,
             require_key: None,
             default_chunks: 8,
+            reject_internal_fields: false,
         }
     }
 }

@@ -36,6 +36,9 @@ struct Cli {
     /// Content chunks per generated stream when `x-mock-chunks` is absent.
     #[arg(long, default_value_t = 8)]
     chunks: usize,
+    /// Answer 400 when a request body carries a gateway-internal field (litellm_params, rpm, ...).
+    #[arg(long)]
+    reject_internal_fields: bool,
 }
 
 fn main() -> std::process::ExitCode {
@@ -52,6 +55,7 @@ fn main() -> std::process::ExitCode {
         max_records: cli.max_records,
         require_key: cli.require_key,
         default_chunks: cli.chunks,
+        reject_internal_fields: cli.reject_internal_fields,
     };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -292,3 +292,64 @@ async fn drop_after_chunks_resets_mid_stream() {
     assert!(!o.client_disconnected);
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn leaked_internal_fields_rejected_when_enabled() {
+    let mock = start_with(MockConfig {
+        reject_internal_fields: true,
+        ..MockConfig::default()
+    })
+    .await;
+    let base = mock.base_url();
+    let mut body = chat("m");
+    body["litellm_metadata"] = json!({"x": 1});
+    body["rpm"] = json!(10);
+    let r = post(&base, "/v1/chat/completions", &[], &body).await;
+    assert_eq!(r.status, 400);
+    let v = r.json();
+    assert_eq!(v["error"]["code"], "leaked_internal_field");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("litellm_metadata, rpm")
+    );
+    assert_eq!(
+        post(&base, "/v1/chat/completions", &[], &chat("m"))
+            .await
+            .status,
+        200
+    );
+    let r = post(
+        &base,
+        "/v1/messages",
+        &[],
+        &json!({"model": "c", "max_tokens": 5, "messages": [], "timeout": 3}),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["type"], "invalid_request_error");
+    mock.shutdown().await;
+
+    // off by default, on per deployment through a script
+    let mock = start().await;
+    let base = mock.base_url();
+    assert_eq!(
+        post(&base, "/v1/chat/completions", &[], &body).await.status,
+        200
+    );
+    post(
+        &base,
+        "/__script",
+        &[],
+        &json!({"key": "strict", "default": {"reject_internal_fields": true}}),
+    )
+    .await;
+    assert_eq!(
+        post(&base, "/d/strict/v1/chat/completions", &[], &body)
+            .await
+            .status,
+        400
+    );
+    mock.shutdown().await;
+}
