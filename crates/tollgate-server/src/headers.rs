@@ -2,7 +2,7 @@
 //!
 //! Forwarded unprefixed (SDK back-off reads them; B13): `retry-after`, `retry-after-ms`,
 //! `x-should-retry`, every `x-ratelimit-*` and `anthropic-ratelimit-*`. The provider's request
-//! id is forwarded as `llm_provider-<name>` (LiteLLM's convention, §7). Hop-by-hop, cookie and
+//! id is forwarded as is (the SDKs read it) and as `llm_provider-<name>` (LiteLLM's convention, §7). Hop-by-hop, cookie and
 //! CORS headers are never forwarded.
 
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -18,10 +18,15 @@ pub fn forward_upstream(upstream: &HeaderMap, out: &mut HeaderMap) {
             || n.starts_with("anthropic-ratelimit-")
         {
             out.append(name.clone(), value.clone());
-        } else if (n == "x-request-id" || n == "request-id" || n == "openai-processing-ms")
-            && let Ok(prefixed) = HeaderName::try_from(format!("llm_provider-{n}"))
-        {
-            out.append(prefixed, value.clone());
+        } else if n == "x-request-id" || n == "request-id" || n == "openai-processing-ms" {
+            // The SDKs expose the provider's request id (`response.request_id`) from the
+            // unprefixed header; LiteLLM also sends the prefixed copy.
+            if n != "openai-processing-ms" {
+                out.append(name.clone(), value.clone());
+            }
+            if let Ok(prefixed) = HeaderName::try_from(format!("llm_provider-{n}")) {
+                out.append(prefixed, value.clone());
+            }
         }
     }
 }
@@ -85,6 +90,7 @@ mod tests {
         assert_eq!(out["x-ratelimit-remaining-requests"], "0");
         assert_eq!(out["anthropic-ratelimit-unified-status"], "rejected");
         assert_eq!(out["llm_provider-x-request-id"], "req_1");
-        assert_eq!(out.len(), 5);
+        assert_eq!(out["x-request-id"], "req_1");
+        assert_eq!(out.len(), 6);
     }
 }

@@ -195,7 +195,11 @@ pub fn fixture(rel: &str) -> Vec<u8> {
 pub fn normalize_ids(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
-    while let Some(i) = rest.find("mock-") {
+    while let Some(i) = [rest.find("mock-"), rest.find("mock_")]
+        .into_iter()
+        .flatten()
+        .min()
+    {
         out.push_str(&rest[..i + 5]);
         rest = &rest[i + 5..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
