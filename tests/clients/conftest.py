@@ -329,3 +329,38 @@ def target(request) -> Target:
 def http():
     with httpx.Client(timeout=CLIENT_TIMEOUT_S) as c:
         yield c
+
+
+# Issue 4 §6: one gateway serving three dialect families, each a wildcard group at the mock.
+# `claude/<m>` -> `anthropic/<m>` (Messages upstream), `gpt/<m>` -> `hosted_vllm/<m>` (OpenAI chat
+# upstream, no Responses API: the gateway translates Responses onto chat), `oai/<m>` -> `openai/<m>`
+# (Responses passthrough). Mock model-name behaviours (`*-tools`, `fixture/<path>`, ...) apply to `<m>`.
+def dialects_config(mock_url: str) -> str:
+    return f"""\
+model_list:
+  - model_name: "claude/*"
+    litellm_params:
+      model: anthropic/*
+      api_base: {mock_url}
+      api_key: {UPSTREAM_KEY}
+  - model_name: "gpt/*"
+    litellm_params:
+      model: hosted_vllm/*
+      api_base: {mock_url}/v1
+      api_key: {UPSTREAM_KEY}
+  - model_name: "oai/*"
+    litellm_params:
+      model: openai/*
+      api_base: {mock_url}/v1
+      api_key: {UPSTREAM_KEY}
+general_settings:
+  master_key: {MASTER_KEY}
+"""
+
+
+@pytest.fixture(scope="session")
+def dialects_gateway(mock: Mock, workdir: Path):
+    """Tollgate with the ``claude/*``, ``gpt/*`` and ``oai/*`` groups (see ``dialects_config``)."""
+    gw = _start_gateway(workdir, "dialects", dialects_config(mock.url))
+    yield gw
+    _stop(gw.proc)
