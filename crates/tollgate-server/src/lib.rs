@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod relay;
 pub mod request;
+pub mod response_store;
 pub mod routes;
 pub mod serve;
 pub mod state;

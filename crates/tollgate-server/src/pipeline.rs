@@ -154,6 +154,7 @@ async fn run(
     let created = unix_now();
     let response_id = format!("resp_{}", ids.call_id.replace('-', ""));
     let mut client_request: Option<Value> = None;
+    let mut history: Vec<Value> = Vec::new();
     let (path, upstream_body) = match plan {
         Plan::LocalTokenCount => {
             let n = estimate_input_tokens(&req);
@@ -182,7 +183,15 @@ async fn run(
                 upstream_model: Some(route.upstream_model.to_string()),
                 ..RequestOptions::default()
             };
-            let translated = translate_request(pair, &value, &opts).map_err(translate_error)?;
+            if let Some(prev) = value.get("previous_response_id").and_then(Value::as_str) {
+                history = state
+                    .responses
+                    .get(prev)
+                    .ok_or_else(|| previous_not_found(prev))?
+                    .history;
+            }
+            let translated =
+                translate_request(pair, &value, &opts, &history).map_err(translate_error)?;
             client_request = Some(value);
             (
                 pair.upstream_path(),
@@ -235,7 +244,19 @@ async fn run(
                     kind: Passthrough::Responses,
                     ..
                 } => Box::<ResponsesPassthrough>::default(),
-                Plan::Translate(pair) => Box::new(stream_translator(pair, &req, created, &ctx)),
+                Plan::Translate(pair) => {
+                    let t = stream_translator(pair, &req, created, &ctx);
+                    match (pair, client_request) {
+                        (Pair::ResponsesToChat | Pair::ResponsesToAnthropic, Some(cr)) => {
+                            let store = Arc::clone(&state.responses);
+                            let group = route.group.name.clone();
+                            Box::new(t.on_response(Box::new(move |resp| {
+                                store_response(store.as_ref(), &history, &cr, resp, group);
+                            })))
+                        }
+                        _ => Box::new(t),
+                    }
+                }
                 Plan::LocalTokenCount => unreachable_plan(),
             };
             let relay = StreamRelay::new(
@@ -281,7 +302,18 @@ async fn run(
                 Plan::Passthrough { .. } => Ok(relay_body(status, &up, body, dialect)),
                 Plan::Translate(pair) if status.is_success() => {
                     translate_response(pair, &body, created, &ctx)
-                        .map(|b| json_response(StatusCode::OK, b))
+                        .map(|v| {
+                            if matches!(pair, Pair::ResponsesToChat | Pair::ResponsesToAnthropic) {
+                                store_response(
+                                    state.responses.as_ref(),
+                                    &history,
+                                    ctx.request,
+                                    &v,
+                                    route.group.name.clone(),
+                                );
+                            }
+                            json_response(StatusCode::OK, Bytes::from(v.to_string()))
+                        })
                         .map_err(translate_error)
                 }
                 Plan::Translate(_) => {
@@ -397,26 +429,50 @@ fn translate_request(
     pair: Pair,
     v: &Value,
     opts: &RequestOptions,
+    history: &[Value],
 ) -> Result<Value, TranslateError> {
     match pair {
         Pair::ChatToAnthropic => chat_to_anthropic::request(v, opts),
         Pair::CompletionsToAnthropic => completions_to_anthropic::request(v, opts),
         Pair::MessagesToChat => anthropic_to_chat::request(v, opts),
-        Pair::ResponsesToChat | Pair::ResponsesToAnthropic => {
-            if v.get("previous_response_id").is_some_and(|p| !p.is_null()) {
-                return Err(TranslateError::Unsupported {
-                    field: "previous_response_id".into(),
-                    reason:
-                        "stored responses are not kept for this deployment yet; send the full input"
-                            .into(),
-                });
-            }
-            if pair == Pair::ResponsesToChat {
-                responses_to_chat::request(v, opts, &[])
-            } else {
-                responses_to_anthropic::request(v, opts, &[])
-            }
-        }
+        Pair::ResponsesToChat => responses_to_chat::request(v, opts, history),
+        Pair::ResponsesToAnthropic => responses_to_anthropic::request(v, opts, history),
+    }
+}
+
+/// 404 for an unknown `previous_response_id` (OpenAI's error for it).
+fn previous_not_found(id: &str) -> GatewayError {
+    ErrorEnvelope::new(
+        404,
+        "invalid_request_error",
+        format!("Previous response with id '{id}' not found."),
+    )
+    .with_param("previous_response_id")
+    .with_code("previous_response_not_found")
+    .into()
+}
+
+/// Keeps a translated Response (and the conversation a follow-up continues from).
+fn store_response(
+    store: &dyn crate::response_store::ResponseStore,
+    history: &[Value],
+    request: &Value,
+    response: &Value,
+    model_group: String,
+) {
+    let Some(id) = response.get("id").and_then(Value::as_str) else {
+        return;
+    };
+    match responses_to_chat::history_after(history, request, response) {
+        Ok(h) => store.put(
+            id.to_owned(),
+            crate::response_store::StoredResponse {
+                response: response.clone(),
+                history: h,
+                model_group,
+            },
+        ),
+        Err(e) => tracing::debug!(error = %e, "response not stored for follow-ups"),
     }
 }
 
@@ -425,7 +481,7 @@ fn translate_response(
     body: &[u8],
     created: u64,
     ctx: &ResponseContext<'_>,
-) -> Result<Bytes, TranslateError> {
+) -> Result<Value, TranslateError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| TranslateError::InvalidResponse(format!("not JSON: {e}")))?;
     let out = match pair {
@@ -435,7 +491,7 @@ fn translate_response(
         Pair::ResponsesToChat => responses_to_chat::response(&v, ctx)?,
         Pair::ResponsesToAnthropic => responses_to_anthropic::response(&v, ctx)?,
     };
-    Ok(Bytes::from(out.to_string()))
+    Ok(out)
 }
 
 fn stream_translator(

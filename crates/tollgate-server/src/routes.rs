@@ -38,6 +38,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/anthropic/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/responses", post(responses))
         .route("/responses", post(responses))
+        .route("/v1/responses/{id}", get(get_response))
+        .route("/responses/{id}", get(get_response))
         .route("/v1/models", get(models))
         .route("/models", get(models))
         .route("/v1/models/{id}", get(model))
@@ -113,6 +115,30 @@ async fn responses(
     b: Result<Bytes, BytesRejection>,
 ) -> Response {
     inference(s, Endpoint::Responses, h, b).await
+}
+
+/// `GET /v1/responses/{id}`: a Response the gateway produced by translation (kept for the
+/// store's TTL).
+async fn get_response(
+    State(s): State<Arc<AppState>>,
+    h: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if let Err(e) = s.auth.authenticate(&h) {
+        return GatewayError::from(e.envelope()).into_response();
+    }
+    match s.responses.get(&id) {
+        Some(e) => axum::Json(e.response).into_response(),
+        None => GatewayError::from(
+            ErrorEnvelope::new(
+                404,
+                "invalid_request_error",
+                format!("Response with id '{id}' not found."),
+            )
+            .with_param("response_id"),
+        )
+        .into_response(),
+    }
 }
 
 fn model_object(id: &str) -> serde_json::Value {

@@ -29,6 +29,8 @@ pub struct AppState {
     pub max_request_bytes: usize,
     /// Set once shutdown begins: readiness answers 503.
     pub shutting_down: AtomicBool,
+    /// Translated Responses API answers, for `previous_response_id` and `GET /v1/responses/{id}`.
+    pub responses: Arc<dyn crate::response_store::ResponseStore>,
 }
 
 /// Why the state could not be built.
@@ -97,6 +99,7 @@ impl AppState {
             max_request_bytes: mb(config.general_settings.max_request_size_mb)
                 .unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
             shutting_down: AtomicBool::new(false),
+            responses: Arc::new(crate::response_store::MemoryResponseStore::default()),
         })
     }
 }

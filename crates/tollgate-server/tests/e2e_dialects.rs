@@ -464,3 +464,77 @@ async fn responses_passthrough_and_translated() {
         "This is a mock response to: Say hi"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_follow_ups_and_retrieval_for_translated_models() {
+    let m = mock().await;
+    let gw = Gateway::start(&config(&m.base_url()));
+    for stream in [false, true] {
+        let first = openai_post(
+            &gw,
+            "/v1/responses",
+            json!({"model": "vllm", "input": "Say hi", "stream": stream}),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+        let first: Value = if stream {
+            events(&first).last().unwrap().1["response"].clone()
+        } else {
+            serde_json::from_str(&first).unwrap()
+        };
+        let id = first["id"].as_str().unwrap().to_owned();
+        assert!(id.starts_with("resp_"), "{id}");
+        // GET returns the stored Response.
+        let got: Value = client()
+            .get(gw.url(&format!("/v1/responses/{id}")))
+            .header("authorization", format!("Bearer {MASTER}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(got["id"], first["id"]);
+        assert_eq!(got["output"], first["output"]);
+        m.drain_observations();
+        // A follow-up continues the conversation.
+        let r = openai_post(
+            &gw,
+            "/v1/responses",
+            json!({"model": "vllm", "input": "Again", "previous_response_id": id}),
+        )
+        .await;
+        assert_eq!(r.status(), 200);
+        let obs = m.drain_observations();
+        assert_eq!(
+            obs[0].body["messages"],
+            json!([
+                {"role": "user", "content": "Say hi"},
+                {"role": "assistant", "content": "This is a mock response to: Say hi"},
+                {"role": "user", "content": "Again"}
+            ]),
+            "stream={stream}"
+        );
+    }
+    let r = openai_post(
+        &gw,
+        "/v1/responses",
+        json!({"model": "vllm", "input": "x", "previous_response_id": "resp_doesnotexist"}),
+    )
+    .await;
+    assert_eq!(r.status(), 404);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v,
+        json!({"error": {"message": "Previous response with id 'resp_doesnotexist' not found.", "type": "invalid_request_error", "param": "previous_response_id", "code": "previous_response_not_found"}})
+    );
+    let r = client()
+        .get(gw.url("/v1/responses/resp_nope"))
+        .header("authorization", format!("Bearer {MASTER}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}

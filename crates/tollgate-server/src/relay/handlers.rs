@@ -237,6 +237,10 @@ pub trait Translator: Send {
     fn usage(&self) -> tollgate_translate::Usage;
     /// Where the stream stands.
     fn outcome(&self) -> StreamOutcome;
+    /// The final Response object, for Responses-API translators once completed.
+    fn final_response(&self) -> Option<&serde_json::Value> {
+        None
+    }
 }
 
 macro_rules! translator {
@@ -261,10 +265,38 @@ macro_rules! translator {
 translator!(
     tollgate_translate::chat_to_anthropic::StreamTranslator,
     tollgate_translate::anthropic_to_chat::StreamTranslator,
-    tollgate_translate::responses_to_chat::StreamTranslator,
-    tollgate_translate::responses_to_anthropic::StreamTranslator,
     tollgate_translate::completions_to_anthropic::StreamTranslator
 );
+
+macro_rules! responses_translator {
+    ($($t:ty),*) => {$(
+        impl Translator for $t {
+            fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
+                <$t>::feed(self, ev, out)
+            }
+            fn finish(&mut self, out: &mut BytesMut) {
+                <$t>::finish(self, out)
+            }
+            fn usage(&self) -> tollgate_translate::Usage {
+                <$t>::usage(self)
+            }
+            fn outcome(&self) -> StreamOutcome {
+                <$t>::outcome(self)
+            }
+            fn final_response(&self) -> Option<&serde_json::Value> {
+                <$t>::response(self)
+            }
+        }
+    )*};
+}
+
+responses_translator!(
+    tollgate_translate::responses_to_chat::StreamTranslator,
+    tollgate_translate::responses_to_anthropic::StreamTranslator
+);
+
+/// Called once with the final Response object of a completed translated Responses stream.
+pub type OnResponse = Box<dyn FnOnce(&serde_json::Value) + Send>;
 
 /// Converts translated usage to the gateway's (`prompt_tokens` includes cache reads and writes).
 pub fn from_translate_usage(u: tollgate_translate::Usage) -> Usage {
@@ -281,6 +313,7 @@ pub fn from_translate_usage(u: tollgate_translate::Usage) -> Usage {
 pub struct Translated {
     inner: Box<dyn Translator>,
     buf: BytesMut,
+    on_response: Option<OnResponse>,
 }
 
 impl Translated {
@@ -289,7 +322,14 @@ impl Translated {
         Self {
             inner,
             buf: BytesMut::new(),
+            on_response: None,
         }
+    }
+
+    /// Calls `f` with the final Response object when the stream completes (Responses API).
+    pub fn on_response(mut self, f: OnResponse) -> Self {
+        self.on_response = Some(f);
+        self
     }
 
     fn flush(&mut self, out: &mut VecDeque<Bytes>) {
@@ -307,7 +347,14 @@ impl EventHandler for Translated {
                 Err(_) => Step::End { failed: true },
                 Ok(()) => match self.inner.outcome() {
                     StreamOutcome::InProgress => Step::Continue,
-                    StreamOutcome::Completed => Step::End { failed: false },
+                    StreamOutcome::Completed => {
+                        if let (Some(f), Some(resp)) =
+                            (self.on_response.take(), self.inner.final_response())
+                        {
+                            f(resp);
+                        }
+                        Step::End { failed: false }
+                    }
                     _ => Step::End { failed: true },
                 },
             },
