@@ -11,6 +11,7 @@
 mod codec;
 mod entities;
 mod keys;
+mod postgres;
 pub mod schema;
 mod sqlite;
 mod writer;
@@ -21,6 +22,7 @@ use chrono::{DateTime, Utc};
 pub use codec::{GetCol, ToRow, Val};
 pub use entities::*;
 pub use keys::{SecretKey, hash_key, is_key_hash, mask_key};
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use writer::{FlushStats, SpendLogQueue, WriteBehind};
 
@@ -79,8 +81,8 @@ pub struct SpendLogFilter {
     pub limit: Option<u32>,
 }
 
-/// Persistence of governance entities and spend. Implemented by [`SqliteStore`]; a Postgres
-/// implementation uses the same catalogue with [`schema::Dialect::Postgres`].
+/// Persistence of governance entities and spend. Implemented by [`SqliteStore`] (embedded
+/// default) and [`PostgresStore`] (LiteLLM's database), both from the [`schema`] catalogue.
 #[async_trait]
 pub trait GovernanceStore: Send + Sync + 'static {
     /// Creates missing tables and adds missing columns; never alters or drops existing ones.
@@ -189,5 +191,7 @@ pub(crate) fn spend_target(scope: &ScopeKey) -> Option<SpendTarget> {
     })
 }
 
+#[cfg(test)]
+mod pg_tests;
 #[cfg(test)]
 mod tests;

@@ -42,12 +42,16 @@ fn key(raw: &str) -> VerificationToken {
 
 #[tokio::test]
 async fn entities_round_trip_through_litellm_tables() {
-    let s = store().await;
+    round_trip(&store().await).await;
+}
+
+pub(super) async fn round_trip(s: &dyn GovernanceStore) {
     let k = key("sk-test-CANARY2");
     s.upsert_key(&k).await.unwrap();
     let team = Team {
         team_id: "team-1".into(),
         team_alias: Some("Team One".into()),
+        metadata: json!({"cost_center": 7}),
         members_with_roles: vec![TeamMember {
             user_id: Some("u1".into()),
             user_email: None,
@@ -206,7 +210,10 @@ async fn migration_adds_missing_columns_and_keeps_existing_data() {
 
 #[tokio::test]
 async fn spend_logs_insert_idempotently_and_filter() {
-    let s = store().await;
+    spend_logs_case(&store().await).await;
+}
+
+pub(super) async fn spend_logs_case(s: &dyn GovernanceStore) {
     let row = |id: &str, key: &str, start: &str, spend: f64| SpendLogRow {
         request_id: id.into(),
         call_type: "acompletion".into(),
@@ -270,7 +277,10 @@ async fn spend_logs_insert_idempotently_and_filter() {
 /// end-user, membership and tag rows are created on first spend.
 #[tokio::test]
 async fn write_behind_persists_spend_and_logs() {
-    let s = Arc::new(store().await);
+    write_behind_case(Arc::new(store().await)).await;
+}
+
+pub(super) async fn write_behind_case(s: Arc<dyn GovernanceStore>) {
     let k = key("sk-live-0001");
     s.upsert_key(&k).await.unwrap();
     s.upsert_team(&Team {
