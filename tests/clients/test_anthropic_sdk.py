@@ -460,3 +460,64 @@ def test_count_tokens_on_openai_backend_is_estimated(sdk: anthropic.Anthropic, m
     longer = sdk.messages.count_tokens(model=model, messages=[{"role": "user", "content": USER * 10}])
     assert longer.input_tokens > got.input_tokens
     assert mock.observations(upstream) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# tool results (with an image) toward an OpenAI-dialect upstream
+
+# A 1x1 transparent PNG.
+PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
+def test_tool_result_with_image_reaches_openai_upstream(sdk: anthropic.Anthropic, mock: Mock):
+    model, upstream = model_for("openai")
+    tool = {"name": "get_chart", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    msg = sdk.messages.create(
+        model=model,
+        max_tokens=256,
+        tools=[tool],
+        messages=[
+            {"role": "user", "content": "Chart for Paris?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Fetching it."},
+                    {"type": "tool_use", "id": "toolu_img_01", "name": "get_chart", "input": {"city": "Paris"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_img_01",
+                        "content": [
+                            {"type": "text", "text": "chart attached"},
+                            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}},
+                        ],
+                    },
+                    {"type": "text", "text": "Describe it."},
+                ],
+            },
+        ],
+    )
+    assert msg.content[0].type == "text" and msg.content[0].text.startswith("This is a mock response")
+    (obs,) = mock.observations(upstream)
+    msgs = obs["body"]["messages"]
+    (assistant,) = [m for m in msgs if m["role"] == "assistant"]
+    (tc,) = assistant["tool_calls"]
+    assert (tc["id"], tc["function"]["name"]) == ("toolu_img_01", "get_chart")
+    assert json.loads(tc["function"]["arguments"]) == {"city": "Paris"}
+    (tool_msg,) = [m for m in msgs if m["role"] == "tool"]
+    assert tool_msg["tool_call_id"] == "toolu_img_01"
+    assert "chart attached" in json.dumps(tool_msg["content"])
+    after = msgs[msgs.index(tool_msg):]
+    # The image is not dropped: it reaches the upstream as a data URL after the tool call.
+    assert f"data:image/png;base64,{PNG_B64}" in json.dumps(after)
+    assert assistant["content"] in ("Fetching it.", [{"type": "text", "text": "Fetching it."}])
+    # Tool results come before the user's text of the same turn (wire-formats §7.2): the turn ends
+    # with a user message whose last part is that text.
+    last = msgs[-1]
+    assert last["role"] == "user" and msgs.index(tool_msg) < len(msgs) - 1
+    tail = last["content"] if isinstance(last["content"], str) else last["content"][-1]["text"]
+    assert tail == "Describe it."

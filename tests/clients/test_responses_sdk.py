@@ -385,3 +385,76 @@ def test_responses_previous_response_id(oa: openai.OpenAI, mock: Mock, rb_name: 
     assert history == [("user", "Say hi"), ("assistant", mock_reply("Say hi")), ("user", "And again?")]
     # 3 messages upstream: the usage the client sees counts all of them.
     assert second.usage.input_tokens == tokens("Say hi" + mock_reply("Say hi") + "And again?") + 3 * 3
+
+
+# tool_choice keeps its meaning and takes the shape each upstream API requires
+# (issue 4 acceptance: "none" stays "none"). Per choice: (Responses value, chat value, Messages value).
+TOOL_CHOICES = {
+    "none": ("none", "none", {"type": "none"}),
+    "auto": ("auto", "auto", {"type": "auto"}),
+    "required": ("required", "required", {"type": "any"}),
+    "named": (
+        {"type": "function", "name": "get_weather"},
+        {"type": "function", "function": {"name": "get_weather"}},
+        {"type": "tool", "name": "get_weather"},
+    ),
+}
+
+
+@pytest.mark.parametrize("choice", list(TOOL_CHOICES))
+def test_responses_tool_choice_shapes(oa: openai.OpenAI, mock: Mock, rb: str, choice: str):
+    model, upstream = r_model(rb)
+    responses_value, chat_value, messages_value = TOOL_CHOICES[choice]
+    r = oa.responses.create(model=model, input=INPUT, tools=[R_TOOL], tool_choice=responses_value)
+    (obs,) = mock.observations(upstream)
+    sent = obs["body"]["tool_choice"]
+    expected = {"oai-passthrough": responses_value, "gpt-chat": chat_value, "claude-messages": messages_value}[rb]
+    if rb == "claude-messages" and isinstance(sent, dict):
+        sent = {k: v for k, v in sent.items() if k != "disable_parallel_tool_use"}
+    assert sent == expected
+    calls = [o for o in r.output if o.type == "function_call"]
+    if choice in ("required", "named"):
+        # The mock calls the tool when the choice forces one.
+        assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", WEATHER_ARGS)]
+    else:
+        assert calls == []
+        assert r.output_text == R_REPLY
+
+
+@pytest.mark.parametrize("rb_name", ["gpt-chat", "claude-messages"])
+def test_responses_function_call_output_round_trip(oa: openai.OpenAI, mock: Mock, rb_name: str):
+    """A function call and its output in ``input`` reach the upstream as that API's tool call and result."""
+    model, upstream = r_model(rb_name)
+    args = json.dumps({"city": "Paris", "unit": "celsius"})
+    r = oa.responses.create(
+        model=model,
+        tools=[R_TOOL],
+        input=[
+            {"role": "user", "content": "weather in Paris?"},
+            {"type": "function_call", "call_id": "call_rt_01", "name": "get_weather", "arguments": args},
+            {"type": "function_call_output", "call_id": "call_rt_01", "output": "Sunny, 21 C"},
+        ],
+    )
+    assert r.status == "completed"
+    assert r.output_text.startswith("This is a mock response")
+    (obs,) = mock.observations(upstream)
+    msgs = obs["body"]["messages"]
+    if rb_name == "gpt-chat":
+        (call_msg,) = [m for m in msgs if m["role"] == "assistant"]
+        (tc,) = call_msg["tool_calls"]
+        assert (tc["id"], tc["type"], tc["function"]["name"]) == ("call_rt_01", "function", "get_weather")
+        assert json.loads(tc["function"]["arguments"]) == json.loads(args)
+        (tool_msg,) = [m for m in msgs if m["role"] == "tool"]
+        assert tool_msg["tool_call_id"] == "call_rt_01"
+        content = tool_msg["content"]
+        assert (content if isinstance(content, str) else "".join(p["text"] for p in content)) == "Sunny, 21 C"
+        assert msgs.index(call_msg) < msgs.index(tool_msg)
+    else:
+        uses = [b for m in msgs if m["role"] == "assistant" and isinstance(m["content"], list) for b in m["content"]
+                if b["type"] == "tool_use"]
+        assert [(u["id"], u["name"], u["input"]) for u in uses] == [("call_rt_01", "get_weather", json.loads(args))]
+        results = [b for m in msgs if m["role"] == "user" and isinstance(m["content"], list) for b in m["content"]
+                   if b["type"] == "tool_result"]
+        assert len(results) == 1 and results[0]["tool_use_id"] == "call_rt_01"
+        c = results[0]["content"]
+        assert (c if isinstance(c, str) else "".join(p["text"] for p in c)) == "Sunny, 21 C"
