@@ -521,3 +521,45 @@ def test_tool_result_with_image_reaches_openai_upstream(sdk: anthropic.Anthropic
     assert last["role"] == "user" and msgs.index(tool_msg) < len(msgs) - 1
     tail = last["content"] if isinstance(last["content"], str) else last["content"][-1]["text"]
     assert tail == "Describe it."
+
+
+# ---------------------------------------------------------------------------------------------
+# UTF-8 across reads
+
+UNICODE_STREAM_FIXTURE = {
+    "anthropic": "anthropic/messages/unicode.stream.sse",
+    "openai": "openai/chat/unicode.stream.sse",
+}
+
+
+def test_unicode_stream_fixture_split_mid_codepoint(sdk: anthropic.Anthropic, backend: str):
+    """The mock writes the fixture in pieces cut inside multi-byte characters (``.splits.json``)."""
+    rel = UNICODE_STREAM_FIXTURE[backend]
+    events = sse_payloads(read_fixture(rel))
+    if backend == "anthropic":
+        expected = "".join(
+            e["delta"]["text"] for e in events if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
+        )
+    else:
+        expected = "".join(ch["delta"].get("content") or "" for e in events for ch in e.get("choices", []))
+    assert any(ord(ch) > 0xFFFF for ch in expected)  # the fixture does hold 4-byte characters
+    group = BACKENDS[backend][0]
+    with sdk.messages.stream(
+        model=f"{group}/fixture/{rel}", max_tokens=256, messages=[{"role": "user", "content": "unicode"}]
+    ) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert text == expected
+    assert final.content[0].text == expected
+    assert final.stop_reason == "end_turn"
+
+
+def test_unicode_reply_stream_equals_plain(sdk: anthropic.Anthropic, backend: str):
+    model, _ = model_for(backend, "-unicode")
+    plain = sdk.messages.create(model=model, max_tokens=256, messages=MESSAGES)
+    with sdk.messages.stream(model=model, max_tokens=256, messages=MESSAGES) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert any(ord(ch) > 0x7F for ch in plain.content[0].text)
+    assert text == plain.content[0].text
+    assert final.usage.output_tokens == plain.usage.output_tokens == tokens(text)

@@ -458,3 +458,60 @@ def test_responses_function_call_output_round_trip(oa: openai.OpenAI, mock: Mock
         assert len(results) == 1 and results[0]["tool_use_id"] == "call_rt_01"
         c = results[0]["content"]
         assert (c if isinstance(c, str) else "".join(p["text"] for p in c)) == "Sunny, 21 C"
+
+
+# =============================================================================================
+# mid-stream errors and UTF-8 on the translated routes
+
+
+def test_chat_on_anthropic_midstream_error(oa: openai.OpenAI):
+    """An Anthropic ``error`` event after 3 chunks reaches the OpenAI SDK as an error, not a clean end."""
+    pieces: list[str] = []
+    with pytest.raises(openai.APIError):
+        for chunk in oa.chat.completions.create(
+            model=f"claude/{unique('mock-claude', '-midstream-error')}", messages=MESSAGES, stream=True
+        ):
+            if chunk.choices and chunk.choices[0].delta.content:
+                pieces.append(chunk.choices[0].delta.content)
+    assert pieces == mock_pieces(REPLY)[:3]
+
+
+def test_responses_midstream_error(oa: openai.OpenAI, rb: str):
+    """The Responses dialect's way: ``response.failed`` after the text received so far."""
+    model, _ = r_model(rb, "-midstream-error")
+    events = []
+    try:
+        for e in oa.responses.create(model=model, input=INPUT, stream=True):
+            events.append(e)
+    except openai.APIError:
+        pass
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert deltas == "".join(mock_pieces(R_REPLY)[:3])
+    assert events[-1].type == "response.failed"
+    assert events[-1].response.status == "failed"
+    assert events[-1].response.error is not None
+    assert not any(e.type == "response.completed" for e in events)
+
+
+def test_chat_on_anthropic_unicode_fixture_split(oa: openai.OpenAI):
+    rel = "anthropic/messages/unicode.stream.sse"
+    expected = "".join(
+        e["delta"]["text"]
+        for e in sse_payloads(read_fixture(rel))
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
+    )
+    chunks = list(
+        oa.chat.completions.create(model=f"claude/fixture/{rel}", messages=[{"role": "user", "content": "u"}], stream=True)
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == expected
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["stop"]
+
+
+def test_responses_unicode_stream_equals_plain(oa: openai.OpenAI, rb: str):
+    model, _ = r_model(rb, "-unicode")
+    plain = oa.responses.create(model=model, input=INPUT)
+    events = list(oa.responses.create(model=model, input=INPUT, stream=True))
+    assert any(ord(ch) > 0x7F for ch in plain.output_text)
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == plain.output_text
+    assert events[-1].response.output_text == plain.output_text
+    assert plain.usage.output_tokens == tokens(plain.output_text)
