@@ -169,6 +169,42 @@ impl UpstreamClient {
     }
 }
 
+impl UpstreamClient {
+    /// GETs `{base_url}{path}` with the deployment's headers (e.g. retrieving a stored
+    /// Responses API object), bounded by the first-byte limit for the head.
+    pub async fn get(
+        &self,
+        deployment: &Deployment,
+        path: &str,
+        timeouts: Timeouts,
+    ) -> Result<UpstreamResponse, UpstreamError> {
+        let client = self
+            .client(timeouts.connect)
+            .ok_or_else(|| UpstreamError::Build("no client".into()))?;
+        let mut req = client.get(format!("{}{}", deployment.base_url, path));
+        for (name, value) in &deployment.headers {
+            req = req.header(name, value);
+        }
+        let started = tokio::time::Instant::now();
+        let resp = match tokio::time::timeout(timeouts.first_byte, req.send()).await {
+            Err(_) => {
+                return Err(UpstreamError::Timeout {
+                    phase: TimeoutPhase::FirstByte,
+                    limit_ms: timeouts.first_byte.as_millis(),
+                });
+            }
+            Ok(r) => r.map_err(UpstreamError::from_reqwest)?,
+        };
+        Ok(UpstreamResponse {
+            status: resp.status(),
+            headers: resp.headers().clone(),
+            inner: resp,
+            timeouts,
+            started,
+        })
+    }
+}
+
 fn build(connect: Duration) -> Result<reqwest::Client, UpstreamError> {
     reqwest::Client::builder()
         .connect_timeout(connect)

@@ -247,6 +247,9 @@ mod tests {
         assert_eq!(provider_spec("ollama_chat").unwrap().base_suffix, "/v1");
         assert_eq!(provider_spec("openai").unwrap().auth, AuthStyle::Bearer);
         let a = provider_spec("anthropic").unwrap();
-        assert_eq!((a.auth, a.dialect), (AuthStyle::XApiKey, WireDialect::Anthropic));
+        assert_eq!(
+            (a.auth, a.dialect),
+            (AuthStyle::XApiKey, WireDialect::Anthropic)
+        );
     }
 }

@@ -243,7 +243,13 @@ async fn run(
                 Plan::Passthrough {
                     kind: Passthrough::Responses,
                     ..
-                } => Box::<ResponsesPassthrough>::default(),
+                } => {
+                    let store = Arc::clone(&state.responses);
+                    let (dep_id, group) = (dep.id.clone(), route.group.name.clone());
+                    Box::new(ResponsesPassthrough::on_id(Box::new(move |id| {
+                        remember_upstream_response(store.as_ref(), id, dep_id, group);
+                    })))
+                }
                 Plan::Translate(pair) => {
                     let t = stream_translator(pair, &req, created, &ctx);
                     match (pair, client_request) {
@@ -297,6 +303,22 @@ async fn run(
                 } else {
                     openai_response_usage(&body)
                 };
+            }
+            if status.is_success()
+                && let Plan::Passthrough {
+                    kind: Passthrough::Responses,
+                    ..
+                } = plan
+                && let Some(id) = serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
+            {
+                remember_upstream_response(
+                    state.responses.as_ref(),
+                    &id,
+                    dep.id.clone(),
+                    route.group.name.clone(),
+                );
             }
             let resp = match plan {
                 Plan::Passthrough { .. } => Ok(relay_body(status, &up, body, dialect)),
@@ -452,6 +474,24 @@ fn previous_not_found(id: &str) -> GatewayError {
     .into()
 }
 
+/// Remembers which deployment stores a passthrough Response, for `GET /v1/responses/{id}`.
+fn remember_upstream_response(
+    store: &dyn crate::response_store::ResponseStore,
+    id: &str,
+    deployment_id: String,
+    model_group: String,
+) {
+    store.put(
+        id.to_owned(),
+        crate::response_store::StoredResponse {
+            response: Value::Null,
+            deployment_id,
+            history: Vec::new(),
+            model_group,
+        },
+    );
+}
+
 /// Keeps a translated Response (and the conversation a follow-up continues from).
 fn store_response(
     store: &dyn crate::response_store::ResponseStore,
@@ -468,6 +508,7 @@ fn store_response(
             id.to_owned(),
             crate::response_store::StoredResponse {
                 response: response.clone(),
+                deployment_id: String::new(),
                 history: h,
                 model_group,
             },

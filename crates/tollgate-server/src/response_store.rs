@@ -15,8 +15,11 @@ use serde_json::Value;
 /// One stored response.
 #[derive(Debug, Clone)]
 pub struct StoredResponse {
-    /// The Response object as the client received it.
+    /// The Response object as the client received it; `Value::Null` for a response the
+    /// upstream itself stores (passthrough), which is fetched from `deployment_id`.
     pub response: Value,
+    /// The deployment that produced it (retrieval of passthrough responses goes there).
+    pub deployment_id: String,
     /// The chat conversation a follow-up continues from
     /// (`tollgate_translate::responses_to_chat::history_after`).
     pub history: Vec<Value>,
@@ -102,6 +105,7 @@ mod tests {
     fn entry(n: u64) -> StoredResponse {
         StoredResponse {
             response: serde_json::json!({"n": n}),
+            deployment_id: "d".into(),
             history: vec![],
             model_group: "g".into(),
         }

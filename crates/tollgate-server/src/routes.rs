@@ -128,7 +128,21 @@ async fn get_response(
         return GatewayError::from(e.envelope()).into_response();
     }
     match s.responses.get(&id) {
-        Some(e) => axum::Json(e.response).into_response(),
+        Some(e) if !e.response.is_null() => axum::Json(e.response).into_response(),
+        Some(e) => match s.router.resolve(&e.model_group).ok().and_then(|(g, _)| {
+            g.deployments
+                .iter()
+                .find(|d| d.deployment.id == e.deployment_id)
+                .map(|d| Arc::clone(&d.deployment))
+        }) {
+            Some(dep) => fetch_upstream_response(&s, &dep, &id).await,
+            None => GatewayError::from(ErrorEnvelope::new(
+                404,
+                "invalid_request_error",
+                format!("Response with id '{id}' not found."),
+            ))
+            .into_response(),
+        },
         None => GatewayError::from(
             ErrorEnvelope::new(
                 404,
@@ -138,6 +152,33 @@ async fn get_response(
             .with_param("response_id"),
         )
         .into_response(),
+    }
+}
+
+/// Relays `GET {base}/responses/{id}` from the deployment that stores the response.
+async fn fetch_upstream_response(
+    s: &AppState,
+    dep: &tollgate_providers::Deployment,
+    id: &str,
+) -> Response {
+    let path = format!("/responses/{id}");
+    match s.client.get(dep, &path, dep.timeouts).await {
+        Ok(up) => {
+            let (status, headers) = (up.status, up.headers.clone());
+            match up
+                .read_body(crate::relay::unary::MAX_ERROR_BODY.max(dep.max_response_bytes))
+                .await
+            {
+                Ok(b) => crate::relay::unary::relay_body(
+                    status,
+                    &headers,
+                    b,
+                    tollgate_protocol::Dialect::OpenAi,
+                ),
+                Err(e) => GatewayError::from(&e).into_response(),
+            }
+        }
+        Err(e) => GatewayError::from(&e).into_response(),
     }
 }
 

@@ -172,14 +172,41 @@ impl EventHandler for AnthropicPassthrough {
 
 /// Responses API events relayed to a Responses client; usage from `response.completed`
 /// (`response.usage`: `input_tokens` includes cached, `output_tokens` includes reasoning).
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct ResponsesPassthrough {
     usage: Option<Usage>,
+    on_id: Option<Box<dyn FnOnce(&str) + Send>>,
+}
+
+impl std::fmt::Debug for ResponsesPassthrough {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponsesPassthrough")
+            .field("usage", &self.usage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResponsesPassthrough {
+    /// Calls `f` with the response id from `response.created` (so the gateway can later route
+    /// `GET /v1/responses/{id}` to the deployment that stores it).
+    pub fn on_id(f: Box<dyn FnOnce(&str) + Send>) -> Self {
+        Self {
+            usage: None,
+            on_id: Some(f),
+        }
+    }
 }
 
 impl EventHandler for ResponsesPassthrough {
     fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step {
         let name = event_name(&ev.raw);
+        if name == b"response.created"
+            && let Some(f) = self.on_id.take()
+            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(data_payload(&ev.raw))
+            && let Some(id) = v["response"]["id"].as_str()
+        {
+            f(id);
+        }
         let step = match name {
             b"response.completed" | b"response.incomplete" => {
                 self.usage = responses_usage(data_payload(&ev.raw));
