@@ -175,8 +175,11 @@ impl EventHandler for AnthropicPassthrough {
 #[derive(Default)]
 pub struct ResponsesPassthrough {
     usage: Option<Usage>,
-    on_id: Option<Box<dyn FnOnce(&str) + Send>>,
+    on_id: Option<OnId>,
 }
+
+/// Called once with the upstream's response id.
+pub type OnId = Box<dyn FnOnce(&str) + Send>;
 
 impl std::fmt::Debug for ResponsesPassthrough {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -189,7 +192,7 @@ impl std::fmt::Debug for ResponsesPassthrough {
 impl ResponsesPassthrough {
     /// Calls `f` with the response id from `response.created` (so the gateway can later route
     /// `GET /v1/responses/{id}` to the deployment that stores it).
-    pub fn on_id(f: Box<dyn FnOnce(&str) + Send>) -> Self {
+    pub fn on_id(f: OnId) -> Self {
         Self {
             usage: None,
             on_id: Some(f),
