@@ -7,7 +7,9 @@ Starts the real binaries once per session:
   request only succeeds through the gateway if the gateway sent the deployment's ``api_key``;
 * ``tollgate`` (gateway "wildcard") with a LiteLLM config whose only group is ``model_name: "*"``
   -> ``openai/*`` at the mock, so every mock model name works the same directly and through it;
-* ``tollgate`` (gateway "named") with named groups only, for ``/v1/models`` and unknown-model 404s.
+* ``tollgate`` (gateway "named") with named groups only, for ``/v1/models`` and unknown-model 404s;
+* ``tollgate`` (gateway "dialects", issue 4) with ``claude/*`` -> ``anthropic/*``, ``gpt/*`` ->
+  ``hosted_vllm/*`` and ``oai/*`` -> ``openai/*`` at the mock, for the Messages and Responses suites.
 
 Binaries come from ``$TOLLGATE_BIN_DIR`` (default ``<repo>/target/debug``). Every process is
 stopped by PID at session end (SIGTERM, then SIGKILL after 5 s), also from ``atexit`` if pytest
