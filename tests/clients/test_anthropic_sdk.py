@@ -386,12 +386,6 @@ def test_anthropic_beta_forwarded(sdk: anthropic.Anthropic, mock: Mock):
     assert _upstream_auth(mock, upstream)["anthropic-beta"] == beta
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 4 §1 says the client's anthropic-version is forwarded to anthropic/ upstreams; "
-    "tollgate-providers pins ANTHROPIC_VERSION = 2023-06-01 whatever the client sent "
-    "(the SDK sends 2026-10-21, the upstream receives 2023-06-01)",
-)
 def test_client_anthropic_version_forwarded(sdk: anthropic.Anthropic, mock: Mock):
     model, upstream = model_for("anthropic")
     raw = sdk.messages.with_raw_response.create(model=model, max_tokens=256, messages=MESSAGES)

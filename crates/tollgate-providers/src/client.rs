@@ -139,7 +139,12 @@ impl UpstreamClient {
         let mut req = client
             .post(url)
             .header(http::header::CONTENT_TYPE, "application/json");
-        for (name, value) in deployment.headers.iter().chain(extra) {
+        // A per-request header replaces the deployment's header of the same name.
+        let own = deployment
+            .headers
+            .iter()
+            .filter(|(n, _)| !extra.iter().any(|(e, _)| e == n));
+        for (name, value) in own.chain(extra) {
             req = req.header(name, value);
         }
         let started = tokio::time::Instant::now();

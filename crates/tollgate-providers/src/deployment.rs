@@ -11,8 +11,8 @@ use crate::table::{AuthStyle, ProviderSpec, WireDialect, provider_spec};
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
 /// Default connect timeout: 5 s, the OpenAI SDK's connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// `anthropic-version` sent to Anthropic upstreams: a fixed, known version (Anthropic API
-/// versioning docs), whatever version the client sent.
+/// `anthropic-version` sent to Anthropic upstreams when the client sent none (translated
+/// requests from OpenAI-dialect clients); a Messages client's own version is forwarded.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Default bound on a non-streamed upstream response body: 64 MiB.

@@ -435,15 +435,20 @@ async fn send(
     })
 }
 
-/// Client headers forwarded per request: `anthropic-beta` to Anthropic upstreams.
+/// Client headers forwarded per request to Anthropic upstreams: `anthropic-beta`, and the
+/// client's `anthropic-version` (replacing the deployment's default).
 fn per_request_headers(headers: &HeaderMap, dep: &Deployment) -> Vec<(HeaderName, HeaderValue)> {
     if dep.provider.dialect != tollgate_providers::WireDialect::Anthropic {
         return Vec::new();
     }
-    headers
-        .get_all("anthropic-beta")
-        .iter()
-        .map(|v| (HeaderName::from_static("anthropic-beta"), v.clone()))
+    ["anthropic-version", "anthropic-beta"]
+        .into_iter()
+        .flat_map(|name| {
+            headers
+                .get_all(name)
+                .iter()
+                .map(move |v| (HeaderName::from_static(name), v.clone()))
+        })
         .collect()
 }
 
