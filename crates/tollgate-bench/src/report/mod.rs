@@ -15,6 +15,9 @@ use crate::machine::Machine;
 
 pub use summary::{Spread, SummaryRow, summarise};
 
+/// Gateways whose added p99 stays within ± this many ms also get a zoomed plot.
+pub const ZOOM_LIMIT_MS: f64 = 50.0;
+
 /// Context recorded in `meta.json` next to the numbers.
 #[derive(Debug, Clone, Serialize)]
 pub struct Meta<'a> {
@@ -99,6 +102,20 @@ pub fn write_all(
             &added,
         )?;
         written.push(p);
+        let fast = plot::within(&added, ZOOM_LIMIT_MS);
+        if !fast.is_empty() && fast.len() < added.len() {
+            let p = dir.join("added_p99_zoom.svg");
+            plot::draw(
+                &p,
+                &format!(
+                    "{}: added p99, gateways within ±{ZOOM_LIMIT_MS} ms",
+                    sweep.scenario
+                ),
+                "gateway p99 - direct p99 (ms)",
+                &fast,
+            )?;
+            written.push(p);
+        }
     }
     let p = dir.join("rps.svg");
     plot::draw(

@@ -16,6 +16,9 @@ pub struct Line {
     pub name: String,
     /// Points ordered by concurrency.
     pub points: Vec<(f64, f64)>,
+    /// Palette index: `direct` is 0, gateways 1.. in sweep order, so a gateway
+    /// has the same color in every plot.
+    pub color: usize,
 }
 
 /// Lines of gateway added p99 (ms) by level.
@@ -30,6 +33,7 @@ pub fn rps_lines(rows: &[SummaryRow]) -> Vec<Line> {
     let mut direct = Line {
         name: "direct".into(),
         points: Vec::new(),
+        color: 0,
     };
     for r in rows {
         let x = r.level as f64;
@@ -53,19 +57,37 @@ fn lines(rows: &[SummaryRow], value: impl Fn(&SummaryRow) -> Option<f64>) -> Vec
                 out.push(Line {
                     name: r.gateway.clone(),
                     points: Vec::new(),
+                    color: 0,
                 });
                 out.len() - 1
             }
         };
         out[pos].points.push((r.level as f64, v));
     }
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.gateway.as_str()) {
+            names.push(&r.gateway);
+        }
+    }
     for l in &mut out {
         l.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        l.color = 1 + names.iter().position(|n| *n == l.name).unwrap_or(0);
     }
     out
 }
 
-/// Draws `lines` into an SVG file with a log2-like concurrency axis.
+/// The lines whose values all stay within ±`limit`: a zoomed plot so that a
+/// slow gateway does not flatten the fast ones.
+pub fn within(lines: &[Line], limit: f64) -> Vec<Line> {
+    lines
+        .iter()
+        .filter(|l| l.points.iter().all(|p| p.1.abs() <= limit))
+        .cloned()
+        .collect()
+}
+
+/// Draws `lines` into an SVG file; the concurrency axis is logarithmic (base 2).
 ///
 /// Errors: [`BenchError::Report`] when drawing or writing fails.
 pub fn draw(path: &Path, title: &str, y_desc: &str, lines: &[Line]) -> Result<(), BenchError> {
@@ -79,11 +101,13 @@ fn draw_inner(
     y_desc: &str,
     lines: &[Line],
 ) -> Result<(), Box<dyn std::error::Error>> {
+    // The x axis is log2(concurrency) on a linear scale, labelled at powers of two.
+    let lx = |x: f64| x.max(1.0).log2();
     let all: Vec<(f64, f64)> = lines
         .iter()
-        .flat_map(|l| l.points.iter().copied())
+        .flat_map(|l| l.points.iter().map(|&(x, y)| (lx(x), y)))
         .collect();
-    let xmax = all.iter().map(|p| p.0).fold(1.0, f64::max);
+    let xhi = all.iter().map(|p| p.0).fold(0.0, f64::max);
     let ymin = all.iter().map(|p| p.1).fold(0.0, f64::min);
     let ymax = all.iter().map(|p| p.1).fold(0.0, f64::max);
     let pad = ((ymax - ymin) * 0.1).max(1e-3);
@@ -94,25 +118,24 @@ fn draw_inner(
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(70)
-        .build_cartesian_2d(
-            (0.8f64..xmax * 1.25).log_scale(),
-            (ymin - pad)..(ymax + pad),
-        )?;
+        .build_cartesian_2d(-0.3f64..xhi + 0.3, (ymin - pad)..(ymax + pad))?;
     chart
         .configure_mesh()
-        .x_desc("concurrency (requests in flight)")
+        .x_desc("concurrency (requests in flight, log scale)")
         .y_desc(y_desc)
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_labels(xhi as usize + 2)
+        .x_label_formatter(&|x| format!("{:.0}", x.exp2()))
         .draw()?;
-    for (i, l) in lines.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+    for l in lines {
+        let color = Palette99::pick(l.color).to_rgba();
+        let pts: Vec<(f64, f64)> = l.points.iter().map(|&(x, y)| (lx(x), y)).collect();
         chart
-            .draw_series(LineSeries::new(l.points.clone(), color.stroke_width(2)))?
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
             .label(l.name.clone())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
-        chart.draw_series(l.points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))?;
     }
     chart
         .configure_series_labels()
@@ -166,6 +189,10 @@ mod tests {
         assert_eq!(r[0].name, "direct");
         assert_eq!(r[0].points.len(), 2);
         assert_eq!(r[1].points, vec![(1.0, 48.0), (4.0, 190.0)]);
+        // Colors follow the gateway, not the plot.
+        assert_eq!((r[0].color, r[1].color, r[2].color), (0, 1, 2));
+        assert_eq!((l[0].color, l[1].color), (1, 2));
+        assert_eq!(within(&l, 0.25).len(), 1);
     }
 
     #[test]
@@ -182,5 +209,8 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
         assert!(svg.contains("tollgate"));
         assert!(svg.contains("<polyline") || svg.contains("<path"));
+        if std::env::var_os("TGB_KEEP_PLOT").is_none() {
+            std::fs::remove_dir_all(&dir).ok();
+        }
     }
 }
