@@ -4,7 +4,16 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use std::time::Instant;
+
+use crate::config::RouterConfig;
 use crate::group::{ModelGroup, RoutedDeployment};
+use crate::rng::SharedRng;
+use crate::select::{SelectCtx, Selection};
+use crate::state::{InMemoryState, RouterState};
+
+/// Start and end byte of a wildcard match.
+type ByteRange = (usize, usize);
 
 /// Why a requested model cannot be routed.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -17,8 +26,9 @@ pub enum RouteError {
     NoDeployments(String),
 }
 
-/// All model groups, aliases and wildcard groups.
-#[derive(Debug, Default)]
+/// All model groups, aliases and wildcard groups, the routing settings and the
+/// per-deployment state (in flight, usage, latency, cooldowns).
+#[derive(Debug)]
 pub struct Router {
     groups: HashMap<String, Arc<ModelGroup>>,
     /// Wildcard groups in config order, as (prefix, suffix, group) of a single-`*` pattern.
@@ -26,6 +36,17 @@ pub struct Router {
     aliases: HashMap<String, String>,
     /// Public names in config order, for listings.
     names: Vec<String>,
+    /// Deployment id of each state slot.
+    slot_ids: Vec<String>,
+    pub(crate) config: RouterConfig,
+    pub(crate) state: Box<dyn RouterState>,
+    pub(crate) rng: SharedRng,
+}
+
+impl Default for Router {
+    fn default() -> Self {
+        Router::new(Vec::new(), HashMap::new())
+    }
 }
 
 /// The outcome of routing: which group, which deployment and which upstream model id.
@@ -40,13 +61,52 @@ pub struct Route<'r> {
 }
 
 impl Router {
-    /// Builds the router from groups (in config order) and `model_group_alias`.
+    /// Builds the router from groups (in config order) and `model_group_alias`, with
+    /// default settings ([`RouterConfig::default`]) and in-process state.
     pub fn new(groups: Vec<ModelGroup>, aliases: HashMap<String, String>) -> Self {
+        Self::with_config(groups, aliases, RouterConfig::default())
+    }
+
+    /// Builds the router with settings and in-process state ([`InMemoryState`]).
+    pub fn with_config(
+        groups: Vec<ModelGroup>,
+        aliases: HashMap<String, String>,
+        config: RouterConfig,
+    ) -> Self {
+        Self::with_state(groups, aliases, config, |ids| {
+            Box::new(InMemoryState::new(ids.len(), Instant::now()))
+        })
+    }
+
+    /// Builds the router with settings and a state store made by `make_state` from the
+    /// deployment ids in slot order (slot `i` is `ids[i]`). A store with fewer slots than ids
+    /// reads the missing ones as idle and never cools them down.
+    pub fn with_state(
+        groups: Vec<ModelGroup>,
+        aliases: HashMap<String, String>,
+        config: RouterConfig,
+        make_state: impl FnOnce(&[String]) -> Box<dyn RouterState>,
+    ) -> Self {
+        let seed = config.rng_seed.unwrap_or_else(rand::random);
+        let mut slot_ids = Vec::new();
+        let mut prepared = Vec::with_capacity(groups.len());
+        for mut g in groups {
+            g.slot_base = slot_ids.len();
+            slot_ids.extend(g.deployments.iter().map(|d| d.deployment.id.clone()));
+            prepared.push(g);
+        }
+        let state = make_state(&slot_ids);
         let mut r = Router {
+            groups: HashMap::new(),
+            wildcards: Vec::new(),
             aliases,
-            ..Default::default()
+            names: Vec::new(),
+            slot_ids,
+            config,
+            state,
+            rng: SharedRng::new(seed),
         };
-        for g in groups {
+        for g in prepared {
             let g = Arc::new(g);
             if g.wildcard {
                 if let Some((pre, suf)) = g.name.split_once('*') {
@@ -75,6 +135,21 @@ impl Router {
         self.names.iter().map(String::as_str).chain(aliases)
     }
 
+    /// The settings in force.
+    pub fn config(&self) -> &RouterConfig {
+        &self.config
+    }
+
+    /// The state store.
+    pub fn state(&self) -> &dyn RouterState {
+        self.state.as_ref()
+    }
+
+    /// Deployment id of each state slot.
+    pub fn slot_ids(&self) -> &[String] {
+        &self.slot_ids
+    }
+
     /// Whether any group is a wildcard.
     pub fn has_wildcards(&self) -> bool {
         !self.wildcards.is_empty()
@@ -89,8 +164,16 @@ impl Router {
             .aliases
             .get(requested)
             .map_or(requested, String::as_str);
+        self.match_group(name)
+            .map(|(g, range)| (g, range.map(|(a, b)| &name[a..b])))
+            .ok_or_else(|| RouteError::ModelNotFound(requested.to_owned()))
+    }
+
+    /// The group for a name (after alias mapping), with the byte range of `name` a wildcard
+    /// matched.
+    fn match_group(&self, name: &str) -> Option<(&Arc<ModelGroup>, Option<ByteRange>)> {
         if let Some(g) = self.groups.get(name) {
-            return Ok((g, None));
+            return Some((g, None));
         }
         // Longest prefix wins among wildcard groups, so "openai/*" beats "*".
         self.wildcards
@@ -101,27 +184,66 @@ impl Router {
                     && name.ends_with(suf.as_str())
             })
             .max_by_key(|(pre, suf, _)| pre.len() + suf.len())
-            .map(|(pre, suf, g)| (g, Some(&name[pre.len()..name.len() - suf.len()])))
-            .ok_or_else(|| RouteError::ModelNotFound(requested.to_owned()))
+            .map(|(pre, suf, g)| (g, Some((pre.len(), name.len() - suf.len()))))
     }
 
-    /// Resolves `requested` and picks a deployment (simple-shuffle).
+    /// The group a name resolves to, with the wildcard-matched part copied out (`None` for
+    /// exact names). For plans, whose fallback names may be owned by the request.
+    pub(crate) fn lookup(&self, requested: &str) -> Option<(&Arc<ModelGroup>, Option<String>)> {
+        let name = self
+            .aliases
+            .get(requested)
+            .map_or(requested, String::as_str);
+        self.match_group(name)
+            .map(|(g, range)| (g, range.map(|(a, b)| name[a..b].to_owned())))
+    }
+
+    /// Resolves `requested` and picks one deployment with the configured strategy, skipping
+    /// deployments cooling down (and, with pre-call checks, those over their `rpm`/`tpm`),
+    /// at the current time. No in-flight tracking or outcome recording: use
+    /// [`Router::plan`] for that.
+    ///
+    /// Errors: [`RouteError::ModelNotFound`]; [`RouteError::NoDeployments`] when the group
+    /// is empty or every deployment is unavailable.
     pub fn route<'a>(&'a self, requested: &'a str) -> Result<Route<'a>, RouteError> {
         let (group, matched) = self.resolve(requested)?;
-        let deployment = group
-            .pick()
-            .ok_or_else(|| RouteError::NoDeployments(requested.to_owned()))?;
-        let pattern = deployment.deployment.upstream_model.as_str();
-        let upstream_model = match (matched, pattern.split_once('*')) {
-            (Some(m), Some((pre, suf))) => Cow::Owned(format!("{pre}{m}{suf}")),
-            (None, Some(_)) => Cow::Borrowed(requested),
-            _ => Cow::Borrowed(pattern),
+        let ctx = SelectCtx {
+            prompt_tokens: 0,
+            stream: false,
+            exclude: 0,
         };
+        let index = match self.select(group, Instant::now(), &ctx) {
+            Selection::Picked(i) => i,
+            Selection::Unavailable { .. } => {
+                return Err(RouteError::NoDeployments(requested.to_owned()));
+            }
+        };
+        let deployment = &group.deployments[index];
+        let upstream_model = upstream_for(
+            &deployment.deployment.upstream_model,
+            &Cow::Borrowed(requested),
+            matched,
+        );
         Ok(Route {
             group,
             deployment,
             upstream_model,
         })
+    }
+}
+
+/// The upstream model id for a deployment whose model is `pattern`: the pattern with `*`
+/// replaced by the wildcard-matched part, the requested name for a bare-`*` pattern without
+/// a match, else the pattern itself.
+pub(crate) fn upstream_for<'a>(
+    pattern: &'a str,
+    requested: &Cow<'a, str>,
+    matched: Option<&str>,
+) -> Cow<'a, str> {
+    match (matched, pattern.split_once('*')) {
+        (Some(m), Some((pre, suf))) => Cow::Owned(format!("{pre}{m}{suf}")),
+        (None, Some(_)) => requested.clone(),
+        _ => Cow::Borrowed(pattern),
     }
 }
 

@@ -1,0 +1,289 @@
+//! Per-deployment routing state: requests in flight, this minute's usage, latency moving
+//! averages, the failure window and the cooldown deadline.
+//!
+//! [`RouterState`] keeps the operations coarse (one call per attempt start, end and outcome,
+//! one snapshot per candidate) so a shared store (Redis) can replace [`InMemoryState`]
+//! later. Deployments are addressed by a dense slot number assigned by the router
+//! ([`crate::Router::slot_ids`] gives the deployment id of each slot). Memory is fixed per
+//! deployment: nothing grows with requests (field failure B40).
+
+use std::fmt;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Weight of the newest sample in the latency moving averages.
+pub const LATENCY_EWMA_ALPHA: f64 = 0.3;
+
+/// What the router reads about one deployment before choosing.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DeploymentSnapshot {
+    /// Requests currently in flight.
+    pub in_flight: u32,
+    /// Requests started this minute.
+    pub rpm_used: u64,
+    /// Tokens (prompt estimates at start + completion tokens reported) this minute.
+    pub tpm_used: u64,
+    /// Moving average of whole-call latency, ms, with the time of its latest sample.
+    pub latency_ms: Option<(f64, Instant)>,
+    /// Moving average of time to first token (streams), ms, with its latest sample time.
+    pub ttft_ms: Option<(f64, Instant)>,
+    /// When the current cooldown ends (`None`: not cooling down).
+    pub cooldown_until: Option<Instant>,
+}
+
+/// A successful call, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SuccessSample {
+    /// Whole-call latency.
+    pub latency: Duration,
+    /// Time to first token, streams only.
+    pub ttft: Option<Duration>,
+    /// Completion tokens, added to this minute's TPM.
+    pub completion_tokens: u64,
+}
+
+/// How failures turn into a cooldown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CooldownRule {
+    /// Failures within one minute that start a cooldown (0 behaves as 1).
+    pub allowed_fails: u32,
+    /// Cooldown length.
+    pub cooldown_time: Duration,
+    /// Count failures but never cool down.
+    pub disabled: bool,
+}
+
+/// Storage of per-deployment routing state. All times are the caller's `now` (injectable).
+pub trait RouterState: Send + Sync + fmt::Debug {
+    /// The deployment's current numbers. Usage from an earlier minute reads as 0; an expired
+    /// cooldown reads as `None`.
+    fn snapshot(&self, slot: usize, now: Instant) -> DeploymentSnapshot;
+    /// An attempt starts: one more in flight, one more request and `prompt_tokens` more
+    /// tokens this minute.
+    fn begin(&self, slot: usize, now: Instant, prompt_tokens: u64);
+    /// An attempt ends (whatever its outcome): one fewer in flight.
+    fn end(&self, slot: usize);
+    /// Records a success: latency averages and completion tokens.
+    fn record_success(&self, slot: usize, now: Instant, sample: &SuccessSample);
+    /// Records a failure that counts towards cooldown; returns the cooldown deadline if this
+    /// failure started one.
+    fn record_failure(&self, slot: usize, now: Instant, rule: &CooldownRule) -> Option<Instant>;
+    /// Number of slots held.
+    fn slots(&self) -> usize;
+    /// Bytes held for the state (constant for a given number of slots).
+    fn footprint_bytes(&self) -> usize;
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Slot {
+    in_flight: u32,
+    minute: u64,
+    rpm_used: u64,
+    tpm_used: u64,
+    latency_ms: Option<(f64, Instant)>,
+    ttft_ms: Option<(f64, Instant)>,
+    fail_minute: u64,
+    fails: u32,
+    cooldown_until: Option<Instant>,
+}
+
+/// Process-local state: one mutex-guarded fixed-size record per deployment. No lock is held
+/// beyond a single method call.
+pub struct InMemoryState {
+    epoch: Instant,
+    slots: Box<[Mutex<Slot>]>,
+}
+
+impl fmt::Debug for InMemoryState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InMemoryState")
+            .field("slots", &self.slots.len())
+            .finish()
+    }
+}
+
+impl InMemoryState {
+    /// State for `slots` deployments; minutes count from `epoch`.
+    pub fn new(slots: usize, epoch: Instant) -> Self {
+        InMemoryState {
+            epoch,
+            slots: (0..slots).map(|_| Mutex::new(Slot::default())).collect(),
+        }
+    }
+
+    fn minute(&self, now: Instant) -> u64 {
+        now.saturating_duration_since(self.epoch).as_secs() / 60
+    }
+
+    fn with<R>(&self, slot: usize, f: impl FnOnce(&mut Slot) -> R) -> Option<R> {
+        let m = self.slots.get(slot)?;
+        // A poisoned lock only means a panic elsewhere mid-update of plain counters.
+        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+        Some(f(&mut g))
+    }
+}
+
+fn ewma(prev: Option<(f64, Instant)>, sample: Duration, now: Instant) -> Option<(f64, Instant)> {
+    let ms = sample.as_secs_f64() * 1000.0;
+    Some(match prev {
+        Some((avg, _)) => (avg + LATENCY_EWMA_ALPHA * (ms - avg), now),
+        None => (ms, now),
+    })
+}
+
+impl RouterState for InMemoryState {
+    fn snapshot(&self, slot: usize, now: Instant) -> DeploymentSnapshot {
+        let minute = self.minute(now);
+        self.with(slot, |s| {
+            let current = s.minute == minute;
+            DeploymentSnapshot {
+                in_flight: s.in_flight,
+                rpm_used: if current { s.rpm_used } else { 0 },
+                tpm_used: if current { s.tpm_used } else { 0 },
+                latency_ms: s.latency_ms,
+                ttft_ms: s.ttft_ms,
+                cooldown_until: s.cooldown_until.filter(|&t| t > now),
+            }
+        })
+        .unwrap_or_default()
+    }
+
+    fn begin(&self, slot: usize, now: Instant, prompt_tokens: u64) {
+        let minute = self.minute(now);
+        self.with(slot, |s| {
+            if s.minute != minute {
+                s.minute = minute;
+                s.rpm_used = 0;
+                s.tpm_used = 0;
+            }
+            s.in_flight = s.in_flight.saturating_add(1);
+            s.rpm_used = s.rpm_used.saturating_add(1);
+            s.tpm_used = s.tpm_used.saturating_add(prompt_tokens);
+        });
+    }
+
+    fn end(&self, slot: usize) {
+        self.with(slot, |s| s.in_flight = s.in_flight.saturating_sub(1));
+    }
+
+    fn record_success(&self, slot: usize, now: Instant, sample: &SuccessSample) {
+        let minute = self.minute(now);
+        self.with(slot, |s| {
+            s.latency_ms = ewma(s.latency_ms, sample.latency, now);
+            if let Some(t) = sample.ttft {
+                s.ttft_ms = ewma(s.ttft_ms, t, now);
+            }
+            if s.minute == minute {
+                s.tpm_used = s.tpm_used.saturating_add(sample.completion_tokens);
+            }
+        });
+    }
+
+    fn record_failure(&self, slot: usize, now: Instant, rule: &CooldownRule) -> Option<Instant> {
+        let minute = self.minute(now);
+        self.with(slot, |s| {
+            if s.fail_minute != minute {
+                s.fail_minute = minute;
+                s.fails = 0;
+            }
+            s.fails = s.fails.saturating_add(1);
+            if rule.disabled || s.fails < rule.allowed_fails.max(1) {
+                return None;
+            }
+            s.fails = 0;
+            let until = now + rule.cooldown_time;
+            s.cooldown_until = Some(until);
+            Some(until)
+        })
+        .flatten()
+    }
+
+    fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn footprint_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.slots.len() * std::mem::size_of::<Mutex<Slot>>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: CooldownRule = CooldownRule {
+        allowed_fails: 2,
+        cooldown_time: Duration::from_secs(5),
+        disabled: false,
+    };
+
+    #[test]
+    fn usage_resets_each_minute() {
+        let t0 = Instant::now();
+        let st = InMemoryState::new(1, t0);
+        st.begin(0, t0, 100);
+        st.begin(0, t0 + Duration::from_secs(10), 50);
+        let s = st.snapshot(0, t0 + Duration::from_secs(20));
+        assert_eq!((s.in_flight, s.rpm_used, s.tpm_used), (2, 2, 150));
+        st.end(0);
+        let s = st.snapshot(0, t0 + Duration::from_secs(61));
+        assert_eq!((s.in_flight, s.rpm_used, s.tpm_used), (1, 0, 0));
+        st.end(0);
+        st.end(0); // never below 0
+        assert_eq!(st.snapshot(0, t0).in_flight, 0);
+    }
+
+    #[test]
+    fn failures_within_a_minute_cool_down() {
+        let t0 = Instant::now();
+        let st = InMemoryState::new(1, t0);
+        assert_eq!(st.record_failure(0, t0, &RULE), None);
+        // The window is per minute: a failure in the next minute starts afresh.
+        assert_eq!(
+            st.record_failure(0, t0 + Duration::from_secs(60), &RULE),
+            None
+        );
+        let t = t0 + Duration::from_secs(70);
+        assert_eq!(
+            st.record_failure(0, t, &RULE),
+            Some(t + Duration::from_secs(5))
+        );
+        assert_eq!(
+            st.snapshot(0, t + Duration::from_secs(4)).cooldown_until,
+            Some(t + Duration::from_secs(5))
+        );
+        assert_eq!(
+            st.snapshot(0, t + Duration::from_secs(5)).cooldown_until,
+            None
+        );
+        let off = CooldownRule {
+            disabled: true,
+            ..RULE
+        };
+        for _ in 0..5 {
+            assert_eq!(st.record_failure(0, t, &off), None);
+        }
+    }
+
+    #[test]
+    fn latency_moving_average() {
+        let t0 = Instant::now();
+        let st = InMemoryState::new(2, t0);
+        let ok = |ms| SuccessSample {
+            latency: Duration::from_millis(ms),
+            ttft: Some(Duration::from_millis(ms / 10)),
+            completion_tokens: 7,
+        };
+        st.begin(0, t0, 3);
+        st.record_success(0, t0, &ok(100));
+        st.record_success(0, t0, &ok(200));
+        let s = st.snapshot(0, t0);
+        let (lat, _) = s.latency_ms.unwrap();
+        assert!((lat - 130.0).abs() < 1e-9, "{lat}");
+        let (ttft, _) = s.ttft_ms.unwrap();
+        assert!((ttft - 13.0).abs() < 1e-9, "{ttft}");
+        assert_eq!(s.tpm_used, 3 + 14);
+        assert_eq!(st.snapshot(1, t0), DeploymentSnapshot::default());
+        assert_eq!(st.snapshot(99, t0), DeploymentSnapshot::default());
+    }
+}
