@@ -18,6 +18,8 @@ pub mod resolve;
 mod rng;
 mod select;
 pub mod state;
+#[cfg(test)]
+mod testutil;
 
 pub use config::{ConfigError, RetryPolicy, RouterConfig, RoutingStrategy};
 pub use failure::{FailureClass, Outcome};

@@ -515,3 +515,6 @@ impl<'a> AttemptPlan<'a> {
         };
     }
 }
+
+#[cfg(test)]
+mod tests;

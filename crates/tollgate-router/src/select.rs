@@ -216,3 +216,6 @@ impl Router {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
