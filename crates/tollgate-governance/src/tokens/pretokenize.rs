@@ -160,8 +160,9 @@ pub(crate) fn next_piece(p: Pattern, s: &[u8], i: usize, at_text_end: bool) -> u
 }
 
 /// Splits `text` into segments that tokenize independently: a cut is made after every `\n`
-/// that is followed by an ASCII character other than whitespace and `/` (no piece of either
-/// regex spans such a point). Yields `(segment, is_ascii, is_last)`.
+/// followed by optional spaces/tabs and then an ASCII non-whitespace character (not a `/` right
+/// after the `\n`); no piece of either regex spans such a point. Source code thus splits per
+/// line, and only lines holding non-ASCII text go through `tiktoken-rs`. Yields `(segment, is_ascii, is_last)`.
 pub(crate) fn segments(text: &str) -> impl Iterator<Item = (&str, bool, bool)> {
     let bytes = text.as_bytes();
     let mut start = 0;
@@ -176,10 +177,19 @@ pub(crate) fn segments(text: &str) -> impl Iterator<Item = (&str, bool, bool)> {
             if b >= 128 {
                 ascii = false;
             } else if b == b'\n' && i + 1 < bytes.len() {
-                let nb = bytes[i + 1];
-                // no cut before non-ASCII (may be \s) or '/' (o200k's `[\r\n/]*` spans "\n/")
-                let joins = nb >= 128 || nb == b'/' || is_ws(CLASS[nb as usize]);
-                if !joins {
+                // Cut when the next non-blank char (skipping spaces/tabs, not newlines) is ASCII
+                // non-whitespace: every alternative ends a piece at that '\n' (a following
+                // newline would extend `\s*[\r\n]+`; o200k's `[\r\n/]*` also takes a '/'
+                // right after it; non-ASCII may be \s).
+                let mut j = i + 1;
+                while j < bytes.len() && CLASS.get(bytes[j] as usize) == Some(&SPACE) {
+                    j += 1;
+                }
+                let cut = j < bytes.len() && {
+                    let nb = bytes[j];
+                    nb < 128 && !is_ws(CLASS[nb as usize]) && (j > i + 1 || nb != b'/')
+                };
+                if cut {
                     i += 1;
                     break;
                 }
