@@ -9,8 +9,8 @@
 //!   `text-embedding-*`): exact BPE counts. The vocabularies are `tiktoken-rs`'s (bundled in the
 //!   crate, built once, lazily, on first use); pure-ASCII text is pre-tokenized by a hand-written
 //!   equivalent of tiktoken's regex and merged over an `FxHashMap` rank table, other text goes
-//!   through `tiktoken-rs` itself (`fancy-regex`, ~10× slower). Measured on this 2-core machine
-//!   (`benches/tokens.rs`, release): see the crate's README note in `lib.rs`.
+//!   through `tiktoken-rs` itself (`fancy-regex`, several times slower). Measured numbers are in
+//!   the crate docs (`lib.rs`, "Measured").
 //! - **Every other model** ([`Encoding::Estimate`]): `ceil(utf8_bytes / 4)`, the usual
 //!   "≈ 4 characters per token" rule for English text (OpenAI's and Anthropic's documentation
 //!   both quote it). It overestimates code and CJK less than it underestimates them; the
