@@ -27,7 +27,23 @@ const PACK_MAX: usize = 15;
 /// Entries kept in each thread's cache of merged pieces before it is cleared (bounded memory).
 const MERGE_CACHE_MAX: usize = 1 << 16;
 
+/// Slots of each thread's direct-mapped cache of piece → token count (hot pieces skip the
+/// 200K-entry rank table): 8192 × 32 bytes = 256 KiB.
+const HOT_SLOTS: usize = 1 << 13;
+
+#[inline]
+fn hot_slot(key: u128) -> usize {
+    let h =
+        ((key as u64) ^ ((key >> 64) as u64).rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> (64 - 13)) as usize
+}
+
 thread_local! {
+    /// Direct-mapped piece cache per thread, one per vocabulary (index = `Pattern as usize`).
+    /// Key 0 never occurs (a packed piece carries its non-zero length).
+    static HOT: RefCell<[Box<[(u128, u32)]>; 2]> =
+        RefCell::new([vec![(0, 0); HOT_SLOTS].into_boxed_slice(), vec![(0, 0); HOT_SLOTS].into_boxed_slice()]);
+
     /// Token counts of pieces (≤ 15 bytes) that needed merging, per thread and vocabulary:
     /// a piece seen once is not merged again (about half the counting time on source code).
     static MERGE_CACHE: RefCell<FxHashMap<(u8, u128), u32>> = RefCell::new(FxHashMap::default());
@@ -70,12 +86,29 @@ impl Vocab {
         for (seg, ascii, last) in segments(text) {
             if ascii {
                 let b = seg.as_bytes();
-                let mut i = 0;
-                while i < b.len() {
-                    let e = next_piece(self.pattern, b, i, last);
-                    n += self.piece_tokens(&b[i..e]);
-                    i = e;
-                }
+                HOT.with(|hot| {
+                    let mut hot = hot.borrow_mut();
+                    let hot = &mut hot[self.pattern as usize];
+                    let mut i = 0;
+                    while i < b.len() {
+                        let e = next_piece(self.pattern, b, i, last);
+                        let piece = &b[i..e];
+                        if piece.len() <= PACK_MAX {
+                            let key = pack(piece);
+                            let slot = &mut hot[hot_slot(key)];
+                            if slot.0 == key {
+                                n += u64::from(slot.1);
+                            } else {
+                                let c = self.piece_tokens(piece);
+                                *slot = (key, c as u32);
+                                n += c;
+                            }
+                        } else {
+                            n += self.piece_tokens(piece);
+                        }
+                        i = e;
+                    }
+                });
             } else {
                 n += self.bpe.encode_ordinary(seg).len() as u64;
             }
