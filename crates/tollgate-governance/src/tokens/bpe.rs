@@ -38,10 +38,13 @@ fn hot_slot(key: u128) -> usize {
     (h >> (64 - 13)) as usize
 }
 
+/// One direct-mapped cache per vocabulary: slots of (packed piece, token count).
+type HotCaches = [Box<[(u128, u32)]>; 2];
+
 thread_local! {
     /// Direct-mapped piece cache per thread, one per vocabulary (index = `Pattern as usize`).
     /// Key 0 never occurs (a packed piece carries its non-zero length).
-    static HOT: RefCell<[Box<[(u128, u32)]>; 2]> =
+    static HOT: RefCell<HotCaches> =
         RefCell::new([vec![(0, 0); HOT_SLOTS].into_boxed_slice(), vec![(0, 0); HOT_SLOTS].into_boxed_slice()]);
 
     /// Token counts of pieces (≤ 15 bytes) that needed merging, per thread and vocabulary:
