@@ -39,9 +39,63 @@ fn positive(
     ))
 }
 
+/// Keys whose misspelling silently changes security or routing: a near miss is an error, not an
+/// ignored unknown key (a misspelt `general_settings` would drop the master key and open the
+/// gateway to everyone).
+const GUARDED_TOP_LEVEL: &[&str] = &[
+    "model_list",
+    "litellm_settings",
+    "general_settings",
+    "router_settings",
+    "environment_variables",
+];
+const GUARDED_GENERAL: &[&str] = &["master_key", "database_url"];
+
+/// Levenshtein distance, for "did you mean" checks on short key names.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn near_miss<'a>(key: &str, guarded: &[&'a str]) -> Option<&'a str> {
+    guarded
+        .iter()
+        .copied()
+        .find(|g| *g != key && distance(key, g) <= 2)
+}
+
 /// Validates `cfg`; returns warnings (things that load but look wrong).
 pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigError> {
     let mut warnings = Vec::new();
+    for k in cfg.extra.keys() {
+        if let Some(meant) = near_miss(k, GUARDED_TOP_LEVEL) {
+            return Err(ctx.error(
+                ErrorKind::Invalid,
+                KeyPath::root().key(k),
+                Mode::Key,
+                format!("unknown top-level key '{k}': did you mean '{meant}'?"),
+            ));
+        }
+    }
+    for k in cfg.general_settings.extra.keys() {
+        if let Some(meant) = near_miss(k, GUARDED_GENERAL) {
+            return Err(ctx.error(
+                ErrorKind::Invalid,
+                KeyPath::root().key("general_settings").key(k),
+                Mode::Key,
+                format!("unknown key '{k}': did you mean '{meant}'?"),
+            ));
+        }
+    }
     let mut explicit_ids: HashMap<&str, usize> = HashMap::new();
     let mut hashed_ids: HashMap<String, usize> = HashMap::new();
 
@@ -274,4 +328,39 @@ pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigErr
         }
     }
     Ok(warnings)
+}
+
+#[cfg(test)]
+mod typo_tests {
+    use super::*;
+
+    #[test]
+    fn near_misses_of_security_keys_are_errors() {
+        assert_eq!(distance("general_setings", "general_settings"), 1);
+        assert_eq!(
+            near_miss("general_setings", GUARDED_TOP_LEVEL),
+            Some("general_settings")
+        );
+        assert_eq!(near_miss("master_kay", GUARDED_GENERAL), Some("master_key"));
+        assert_eq!(near_miss("guardrails", GUARDED_TOP_LEVEL), None);
+        let err = crate::load_str(
+            "model_list: []\ngeneral_setings:\n  master_key: sk-x\n",
+            "c.yaml",
+            &|_| None,
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("c.yaml:2:") && msg.contains("did you mean 'general_settings'"),
+            "{msg}"
+        );
+        let err = crate::load_str("general_settings:\n  master_kay: sk-x\n", "c.yaml", &|_| {
+            None
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("did you mean 'master_key'"),
+            "{err}"
+        );
+    }
 }

@@ -118,15 +118,21 @@ pub struct DeploymentSpec {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DeploymentError {
     /// The provider prefix is not in the table.
-    #[error("deployment '{id}': unknown provider '{provider}'")]
+    #[error(
+        "model_list entry '{model_group}' (deployment {id}): provider '{provider}' is not served by Tollgate yet; served: {served}"
+    )]
     UnknownProvider {
         /// Deployment id.
         id: String,
+        /// The entry's `model_name`.
+        model_group: String,
         /// The prefix.
         provider: String,
+        /// Comma-separated served prefixes.
+        served: String,
     },
     /// The provider needs `api_base` and none was given (config or env).
-    #[error("deployment '{id}': provider '{provider}' needs api_base")]
+    #[error("deployment '{id}': provider '{provider}' needs api_base (litellm_params.api_base)")]
     MissingApiBase {
         /// Deployment id.
         id: String,
@@ -178,7 +184,13 @@ impl Deployment {
         let provider =
             provider_spec(&spec.provider).ok_or_else(|| DeploymentError::UnknownProvider {
                 id: spec.id.clone(),
+                model_group: spec.model_group.clone(),
                 provider: spec.provider.clone(),
+                served: crate::table::PROVIDERS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             })?;
         let mut defaults_map = spec.defaults;
         let mock = take_mock(&mut defaults_map, spec.mock_response, provider);

@@ -50,14 +50,18 @@ impl From<BodyError> for GatewayError {
 impl From<&UpstreamError> for GatewayError {
     fn from(e: &UpstreamError) -> Self {
         let env = match e {
-            UpstreamError::Timeout { phase, .. } => {
+            UpstreamError::Timeout { phase, limit_ms } => {
                 let what = match phase {
-                    TimeoutPhase::FirstByte => "did not start answering",
-                    TimeoutPhase::Total => "did not finish answering",
-                    TimeoutPhase::Idle => "stopped sending",
+                    TimeoutPhase::FirstByte => "did not start answering within",
+                    TimeoutPhase::Total => "did not finish answering within",
+                    TimeoutPhase::Idle => "sent nothing for",
                 };
-                ErrorEnvelope::new(504, "timeout", format!("Upstream {what} in time: {e}"))
-                    .with_code("upstream_timeout")
+                ErrorEnvelope::new(
+                    504,
+                    "timeout",
+                    format!("The upstream {what} {limit_ms} ms (the deployment's timeout)."),
+                )
+                .with_code("upstream_timeout")
             }
             UpstreamError::TooLarge { .. } => {
                 ErrorEnvelope::new(502, "server_error", e.to_string())

@@ -125,6 +125,11 @@ fn run(cli: Cli) -> ExitCode {
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
+    if loaded.master_key.is_none() {
+        tracing::warn!(
+            "no master key configured (general_settings.master_key or LITELLM_MASTER_KEY): every request is accepted without authentication"
+        );
+    }
     let unimplemented = loaded.config.unimplemented_keys();
     if !unimplemented.is_empty() {
         tracing::warn!(

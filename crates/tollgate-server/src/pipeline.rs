@@ -82,6 +82,15 @@ struct Ids<'a> {
     model_group: Option<String>,
 }
 
+/// How the answer is relayed, once the request is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relay {
+    /// Same dialect.
+    Pass(Passthrough),
+    /// Dialects differ.
+    Translate(Pair),
+}
+
 /// An upstream's answer, before relaying.
 enum Reply {
     /// Complete body (any status).
@@ -155,7 +164,7 @@ async fn run(
     let response_id = format!("resp_{}", ids.call_id.replace('-', ""));
     let mut client_request: Option<Value> = None;
     let mut history: Vec<Value> = Vec::new();
-    let (path, upstream_body) = match plan {
+    let (path, upstream_body, relay) = match plan {
         Plan::LocalTokenCount => {
             let n = estimate_input_tokens(&req);
             finish(state, record);
@@ -173,7 +182,7 @@ async fn run(
                 kind == Passthrough::OpenAi,
                 &mut out,
             );
-            (path, Bytes::from(out))
+            (path, Bytes::from(out), Relay::Pass(kind))
         }
         Plan::Translate(pair) => {
             let value: Value = serde_json::from_slice(body).map_err(|e| {
@@ -196,6 +205,7 @@ async fn run(
             (
                 pair.upstream_path(),
                 Bytes::from(with_defaults(translated, &dep.defaults).to_string()),
+                Relay::Translate(pair),
             )
         }
     };
@@ -231,26 +241,19 @@ async fn run(
     // 6. relay
     match reply {
         Reply::Stream { headers: up, body } => {
-            let handler: Box<dyn EventHandler> = match plan {
-                Plan::Passthrough {
-                    kind: Passthrough::OpenAi,
-                    ..
-                } => Box::new(OpenAiPassthrough::new(!req.include_usage)),
-                Plan::Passthrough {
-                    kind: Passthrough::Anthropic,
-                    ..
-                } => Box::<AnthropicPassthrough>::default(),
-                Plan::Passthrough {
-                    kind: Passthrough::Responses,
-                    ..
-                } => {
+            let handler: Box<dyn EventHandler> = match relay {
+                Relay::Pass(Passthrough::OpenAi) => {
+                    Box::new(OpenAiPassthrough::new(!req.include_usage))
+                }
+                Relay::Pass(Passthrough::Anthropic) => Box::<AnthropicPassthrough>::default(),
+                Relay::Pass(Passthrough::Responses) => {
                     let store = Arc::clone(&state.responses);
                     let (dep_id, group) = (dep.id.clone(), route.group.name.clone());
                     Box::new(ResponsesPassthrough::on_id(Box::new(move |id| {
                         remember_upstream_response(store.as_ref(), id, dep_id, group);
                     })))
                 }
-                Plan::Translate(pair) => {
+                Relay::Translate(pair) => {
                     let t = stream_translator(pair, &req, created, &ctx);
                     match (pair, client_request) {
                         (Pair::ResponsesToChat | Pair::ResponsesToAnthropic, Some(cr)) => {
@@ -263,16 +266,15 @@ async fn run(
                         _ => Box::new(t),
                     }
                 }
-                Plan::LocalTokenCount => unreachable_plan(),
             };
-            let relay = StreamRelay::new(
+            let stream = StreamRelay::new(
                 body,
                 timeouts.idle,
                 handler,
                 record,
                 Arc::clone(&state.sink),
             );
-            let mut resp = sse_response(relay);
+            let mut resp = sse_response(stream);
             forward_upstream(&up, resp.headers_mut());
             Ok(resp)
         }
@@ -282,33 +284,19 @@ async fn run(
             body,
         } => {
             record.status = status.as_u16();
-            let upstream_anthropic = matches!(
-                plan,
-                Plan::Passthrough {
-                    kind: Passthrough::Anthropic,
-                    ..
-                }
-            ) || matches!(plan, Plan::Translate(p) if p.upstream_is_anthropic());
+            let upstream_anthropic = matches!(relay, Relay::Pass(Passthrough::Anthropic))
+                || matches!(relay, Relay::Translate(p) if p.upstream_is_anthropic());
             if status.is_success() {
                 record.usage = if upstream_anthropic {
                     anthropic_response_usage(&body)
-                } else if matches!(
-                    plan,
-                    Plan::Passthrough {
-                        kind: Passthrough::Responses,
-                        ..
-                    }
-                ) {
+                } else if matches!(relay, Relay::Pass(Passthrough::Responses)) {
                     responses_usage(&body)
                 } else {
                     openai_response_usage(&body)
                 };
             }
             if status.is_success()
-                && let Plan::Passthrough {
-                    kind: Passthrough::Responses,
-                    ..
-                } = plan
+                && let Relay::Pass(Passthrough::Responses) = relay
                 && let Some(id) = serde_json::from_slice::<Value>(&body)
                     .ok()
                     .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
@@ -320,9 +308,9 @@ async fn run(
                     route.group.name.clone(),
                 );
             }
-            let resp = match plan {
-                Plan::Passthrough { .. } => Ok(relay_body(status, &up, body, dialect)),
-                Plan::Translate(pair) if status.is_success() => {
+            let resp = match relay {
+                Relay::Pass(_) => Ok(relay_body(status, &up, body, dialect)),
+                Relay::Translate(pair) if status.is_success() => {
                     translate_response(pair, &body, created, &ctx)
                         .map(|v| {
                             if matches!(pair, Pair::ResponsesToChat | Pair::ResponsesToAnthropic) {
@@ -338,7 +326,7 @@ async fn run(
                         })
                         .map_err(translate_error)
                 }
-                Plan::Translate(_) => {
+                Relay::Translate(_) => {
                     let env = tollgate_translate::errors::map_upstream_error(
                         status.as_u16(),
                         &body,
@@ -351,7 +339,6 @@ async fn run(
                         .extend(fwd.into_iter().filter_map(|(k, v)| k.map(|k| (k, v))));
                     Err(e)
                 }
-                Plan::LocalTokenCount => unreachable_plan(),
             };
             if let Err(e) = &resp {
                 record.status = e.envelope.status;
@@ -360,11 +347,6 @@ async fn run(
             resp
         }
     }
-}
-
-fn unreachable_plan() -> ! {
-    // LocalTokenCount returns before anything is sent.
-    panic!("local token count never reaches the relay")
 }
 
 /// Sends the request upstream (or to the in-process mock) and waits for the response head.

@@ -48,6 +48,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health/liveness", get(liveliness))
         .route("/health/readiness", get(readiness))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }
@@ -60,12 +61,22 @@ async fn inference(
 ) -> Response {
     match body {
         Ok(b) => pipeline::handle(state, endpoint, headers, b).await,
-        Err(rej) => GatewayError::from(ErrorEnvelope::new(
-            rej.status().as_u16(),
-            "invalid_request_error",
-            format!("Could not read the request body: {}", rej.body_text()),
-        ))
-        .into_response_in(endpoint.dialect()),
+        Err(rej) => {
+            let message = if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                format!(
+                    "The request body is larger than this gateway accepts ({} MiB; general_settings.max_request_size_mb).",
+                    state.max_request_bytes / (1024 * 1024)
+                )
+            } else {
+                format!("Could not read the request body: {}", rej.body_text())
+            };
+            GatewayError::from(ErrorEnvelope::new(
+                rej.status().as_u16(),
+                "invalid_request_error",
+                message,
+            ))
+            .into_response_in(endpoint.dialect())
+        }
     }
 }
 
@@ -231,6 +242,15 @@ async fn readiness(State(s): State<Arc<AppState>>) -> Response {
     axum::Json(
         json!({"status": "healthy", "db": "Not connected", "litellm_version": crate::VERSION}),
     )
+    .into_response()
+}
+
+async fn method_not_allowed(method: http::Method, uri: http::Uri) -> Response {
+    GatewayError::from(ErrorEnvelope::new(
+        405,
+        "invalid_request_error",
+        format!("Method {method} is not allowed on {}", uri.path()),
+    ))
     .into_response()
 }
 

@@ -224,6 +224,19 @@ async fn errors_in_openai_shape() {
             .contains("EOF while parsing"),
         "{v}"
     );
+    // 405 in the same error shape.
+    let r = c
+        .get(gw.url("/v1/chat/completions"))
+        .header("authorization", auth())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["error"]["message"],
+        "Method GET is not allowed on /v1/chat/completions"
+    );
     // 400: missing messages.
     let r = post(&gw, "/v1/chat/completions", json!({"model": "gpt-test"})).await;
     assert_eq!(r.status(), 400);
@@ -307,6 +320,10 @@ async fn upstream_errors_keep_status_body_and_retry_headers() {
     assert_eq!(r.status(), 504);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["code"], "upstream_timeout");
+    assert_eq!(
+        v["error"]["message"],
+        "The upstream did not start answering within 300 ms (the deployment's timeout)."
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
