@@ -1,0 +1,119 @@
+//! `plan` + `next_attempt` + `report` for a 4-deployment group with usage-based-routing-v2:
+//! the router's share of one forwarded request. Run: `cargo bench -p tollgate-router`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use divan::{Bencher, black_box};
+use tollgate_providers::{Deployment, DeploymentSpec};
+use tollgate_router::{
+    DeploymentLimits, FailureClass, ModelGroup, Outcome, RequestPolicy, RoutedDeployment, Router,
+    RouterConfig, RoutingStrategy,
+};
+
+fn main() {
+    divan::main();
+}
+
+fn router(strategy: RoutingStrategy, disable_cooldowns: bool) -> Router {
+    let deps = (0..4)
+        .map(|i| {
+            let d = Deployment::build(
+                DeploymentSpec {
+                    id: format!("d{i}"),
+                    model_group: "mock-gpt".into(),
+                    provider: "openai".into(),
+                    upstream_model: "gpt-4o".into(),
+                    api_base: Some("http://127.0.0.1:1/v1".into()),
+                    ..Default::default()
+                },
+                &|_| None,
+            )
+            .expect("valid deployment");
+            let routed = RoutedDeployment {
+                deployment: Arc::new(d),
+                weight: 1.0,
+                order: 1,
+            };
+            let limits = DeploymentLimits {
+                rpm: Some(u64::MAX),
+                tpm: Some(u64::MAX),
+                ..Default::default()
+            };
+            (routed, limits)
+        })
+        .collect();
+    let cfg = RouterConfig {
+        strategy,
+        disable_cooldowns,
+        rng_seed: Some(1),
+        ..Default::default()
+    };
+    Router::with_config(
+        vec![ModelGroup::with_limits("mock-gpt".into(), deps)],
+        HashMap::new(),
+        cfg,
+    )
+}
+
+fn policy() -> RequestPolicy {
+    RequestPolicy {
+        prompt_tokens: 20,
+        ..Default::default()
+    }
+}
+
+const OK: Outcome = Outcome::Success {
+    latency: Duration::from_millis(3),
+    ttft: None,
+    completion_tokens: 12,
+};
+
+/// One successful request: plan, one attempt, report.
+#[divan::bench(args = [
+    RoutingStrategy::UsageBased,
+    RoutingStrategy::SimpleShuffle,
+    RoutingStrategy::LeastBusy,
+    RoutingStrategy::LatencyBased,
+])]
+fn success(bencher: Bencher, strategy: RoutingStrategy) {
+    let r = router(strategy, false);
+    let now = Instant::now();
+    bencher.bench_local(|| {
+        let mut plan = r
+            .plan(black_box("mock-gpt"), policy())
+            .expect("known group");
+        while let Some(a) = plan.next_attempt(now) {
+            plan.report(&a, OK, now);
+        }
+        black_box(plan.summary())
+    });
+}
+
+/// One request whose first attempt gets a 500 and whose retry (on another deployment)
+/// succeeds; cooldowns off so that the loop keeps failing.
+#[divan::bench]
+fn one_retry_usage_based(bencher: Bencher) {
+    let r = router(RoutingStrategy::UsageBased, true);
+    let now = Instant::now();
+    bencher.bench_local(|| {
+        let mut plan = r
+            .plan(black_box("mock-gpt"), policy())
+            .expect("known group");
+        let mut first = true;
+        while let Some(a) = plan.next_attempt(now) {
+            let outcome = if first {
+                Outcome::Failure {
+                    class: FailureClass::ServerError,
+                    retry_after: None,
+                }
+            } else {
+                OK
+            };
+            first = false;
+            plan.report(&a, outcome, now);
+        }
+        black_box(plan.summary())
+    });
+}
