@@ -8,7 +8,7 @@ use axum::Router;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde_json::json;
@@ -26,18 +26,21 @@ const MODEL_CREATED: u64 = 1_677_610_602;
 pub fn router(state: Arc<AppState>) -> Router {
     let limit = state.max_request_bytes;
     Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/chat/completions", post(chat))
-        .route("/v1/completions", post(completions))
-        .route("/completions", post(completions))
-        .route("/v1/embeddings", post(embeddings))
-        .route("/embeddings", post(embeddings))
-        .route("/v1/messages", post(messages))
-        .route("/anthropic/v1/messages", post(messages))
-        .route("/v1/messages/count_tokens", post(count_tokens))
-        .route("/anthropic/v1/messages/count_tokens", post(count_tokens))
-        .route("/v1/responses", post(responses))
-        .route("/responses", post(responses))
+        .route("/v1/chat/completions", infer(Endpoint::ChatCompletions))
+        .route("/chat/completions", infer(Endpoint::ChatCompletions))
+        .route("/v1/completions", infer(Endpoint::Completions))
+        .route("/completions", infer(Endpoint::Completions))
+        .route("/v1/embeddings", infer(Endpoint::Embeddings))
+        .route("/embeddings", infer(Endpoint::Embeddings))
+        .route("/v1/messages", infer(Endpoint::Messages))
+        .route("/anthropic/v1/messages", infer(Endpoint::Messages))
+        .route("/v1/messages/count_tokens", infer(Endpoint::CountTokens))
+        .route(
+            "/anthropic/v1/messages/count_tokens",
+            infer(Endpoint::CountTokens),
+        )
+        .route("/v1/responses", infer(Endpoint::Responses))
+        .route("/responses", infer(Endpoint::Responses))
         .route("/v1/responses/{id}", get(get_response))
         .route("/responses/{id}", get(get_response))
         .route("/v1/models", get(models))
@@ -51,6 +54,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
+}
+
+/// A POST route into the pipeline for `endpoint`.
+fn infer(endpoint: Endpoint) -> MethodRouter<Arc<AppState>> {
+    post(
+        move |State(s): State<Arc<AppState>>, h: HeaderMap, b: Result<Bytes, BytesRejection>| {
+            inference(s, endpoint, h, b)
+        },
+    )
 }
 
 async fn inference(
@@ -78,54 +90,6 @@ async fn inference(
             .into_response_in(endpoint.dialect())
         }
     }
-}
-
-async fn chat(
-    State(s): State<Arc<AppState>>,
-    h: HeaderMap,
-    b: Result<Bytes, BytesRejection>,
-) -> Response {
-    inference(s, Endpoint::ChatCompletions, h, b).await
-}
-
-async fn completions(
-    State(s): State<Arc<AppState>>,
-    h: HeaderMap,
-    b: Result<Bytes, BytesRejection>,
-) -> Response {
-    inference(s, Endpoint::Completions, h, b).await
-}
-
-async fn embeddings(
-    State(s): State<Arc<AppState>>,
-    h: HeaderMap,
-    b: Result<Bytes, BytesRejection>,
-) -> Response {
-    inference(s, Endpoint::Embeddings, h, b).await
-}
-
-async fn messages(
-    State(s): State<Arc<AppState>>,
-    h: HeaderMap,
-    b: Result<Bytes, BytesRejection>,
-) -> Response {
-    inference(s, Endpoint::Messages, h, b).await
-}
-
-async fn count_tokens(
-    State(s): State<Arc<AppState>>,
-    h: HeaderMap,
-    b: Result<Bytes, BytesRejection>,
-) -> Response {
-    inference(s, Endpoint::CountTokens, h, b).await
-}
-
-async fn responses(
-    State(s): State<Arc<AppState>>,
-    h: HeaderMap,
-    b: Result<Bytes, BytesRejection>,
-) -> Response {
-    inference(s, Endpoint::Responses, h, b).await
 }
 
 /// `GET /v1/responses/{id}`: a Response the gateway produced by translation (kept for the
