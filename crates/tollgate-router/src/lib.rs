@@ -12,6 +12,7 @@
 
 pub mod config;
 pub mod failure;
+pub mod from_config;
 pub mod group;
 pub mod plan;
 pub mod resolve;
