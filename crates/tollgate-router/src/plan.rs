@@ -29,6 +29,9 @@
 //!   checks) counts as exhausted by a rate limit.
 //! - A client cancellation or client timeout ends the plan and is not held against the
 //!   deployment.
+//! - Streams: the server stops driving the plan once the first byte reached the client
+//!   (a later failure is reported, then the plan is dropped), so streams fall back only
+//!   before their first byte.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -126,6 +129,20 @@ pub enum PlanEnd<'a> {
     },
     /// The client cancelled.
     ClientCancelled,
+}
+
+impl PlanEnd<'_> {
+    /// For [`PlanEnd::NoDeployments`]: the `retry-after` header value in whole seconds,
+    /// rounded up, at least 1 (field failure B13). `None` for other endings.
+    pub fn retry_after_header_secs(&self) -> Option<u64> {
+        match self {
+            PlanEnd::NoDeployments { retry_after, .. } => {
+                let s = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+                Some(s.max(1))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Counts for `x-litellm-attempted-retries` / `x-litellm-attempted-fallbacks`.

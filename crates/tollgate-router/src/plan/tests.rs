@@ -251,6 +251,15 @@ fn all_cooling_down_reports_time_until_first_returns() {
         }
     );
     assert_eq!(plan.summary().attempts, 0);
+    assert_eq!(plan.summary().end.retry_after_header_secs(), Some(40));
+    let end = |ms| PlanEnd::NoDeployments {
+        group: "a",
+        retry_after: Duration::from_millis(ms),
+    };
+    assert_eq!(end(0).retry_after_header_secs(), Some(1));
+    assert_eq!(end(1).retry_after_header_secs(), Some(1));
+    assert_eq!(end(1001).retry_after_header_secs(), Some(2));
+    assert_eq!(PlanEnd::Success.retry_after_header_secs(), None);
 }
 
 #[test]
