@@ -578,3 +578,14 @@ fn memory_flat_across_failing_plans() {
         assert_eq!(r.state().snapshot(slot, end).in_flight, 0);
     }
 }
+
+#[test]
+fn plan_and_attempt_can_cross_awaits() {
+    // The server holds both across `.await` in multi-threaded handlers.
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<AttemptPlan<'static>>();
+    send::<Attempt<'static>>();
+    sync::<Router>();
+    send::<Router>();
+}
