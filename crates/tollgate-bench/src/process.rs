@@ -280,6 +280,7 @@ mod tests {
             assert!(!alive, "pid {p} survived");
         }
         assert!(m.log_tail(5).contains("started"));
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
