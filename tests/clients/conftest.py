@@ -227,6 +227,9 @@ model_list:
       model: openai/*
       api_base: {mock_url}/v1
       api_key: {UPSTREAM_KEY}
+router_settings:
+  num_retries: 0          # the SDK must see each upstream answer as is (direct vs gateway)
+  disable_cooldowns: true
 general_settings:
   master_key: {MASTER_KEY}
 """
@@ -281,6 +284,9 @@ model_list:
       api_base: {mock_url}/v1
       api_key: {UPSTREAM_KEY}
       timeout: 0.3
+router_settings:
+  num_retries: 0          # the SDK must see each upstream answer as is (direct vs gateway)
+  disable_cooldowns: true
 general_settings:
   master_key: {MASTER_KEY}
 """
@@ -355,6 +361,9 @@ model_list:
       model: openai/*
       api_base: {mock_url}/v1
       api_key: {UPSTREAM_KEY}
+router_settings:
+  num_retries: 0          # the SDK must see each upstream answer as is (direct vs gateway)
+  disable_cooldowns: true
 general_settings:
   master_key: {MASTER_KEY}
 """

@@ -4,7 +4,9 @@
 //! 2. **parse once**: `model`, `stream`, `stream_options`, `timeout` read from the top level;
 //!    everything else stays raw JSON ([`crate::request`]); 400 on malformed bodies.
 //! 3. **admit**: (governance, a later stage) model access, budgets and limits.
-//! 4. **route**: model group → deployment ([`tollgate_router`]); 404 `model_not_found`.
+//! 4. **route**: model group → an attempt plan ([`tollgate_router`]: strategy, cooldowns,
+//!    retries, fallbacks); 404 `model_not_found`. Steps 5–6 run once per attempt; a stream is
+//!    retried or falls back only before its first byte reached the client.
 //! 5. **plan and build the upstream body** ([`crate::plan`]): same dialect → the raw body with
 //!    `model` rewritten, gateway-only fields removed, deployment defaults added and stream usage
 //!    requested; different dialects → translated ([`tollgate_translate`]).
@@ -18,7 +20,7 @@
 //! blocks, and nothing waits on a write.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::response::Response;
@@ -28,7 +30,8 @@ use serde_json::Value;
 use tollgate_protocol::ErrorEnvelope;
 use tollgate_protocol::usage::{anthropic_response_usage, openai_response_usage};
 use tollgate_providers::Deployment;
-use tollgate_router::RouteError;
+use tollgate_providers::UpstreamError;
+use tollgate_router::{FailureClass, Outcome, PlanEnd, RequestPolicy, RouteError};
 use tollgate_translate::responses_to_chat::ResponseContext;
 use tollgate_translate::{
     RequestOptions, TranslateError, anthropic_to_chat, chat_to_anthropic, completions_to_anthropic,
@@ -114,8 +117,6 @@ async fn run(
     ids: &mut Ids<'_>,
     started: Instant,
 ) -> Result<Response, GatewayError> {
-    let dialect = endpoint.dialect();
-
     // 1. authenticate
     let _identity = state
         .auth
@@ -127,27 +128,137 @@ async fn run(
 
     // 3. admit: governance (virtual keys, budgets, limits) plugs in here.
 
-    // 4. route
-    let route = state
+    // 4. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
+    let policy = RequestPolicy {
+        num_retries: req
+            .body
+            .typed_field::<u32>("num_retries", "a non-negative integer")
+            .ok()
+            .flatten()
+            .or_else(|| header_num(headers, "x-litellm-num-retries")),
+        fallbacks: req
+            .body
+            .typed_field::<Vec<String>>("fallbacks", "a list of model names")
+            .ok()
+            .flatten(),
+        prompt_tokens: (body.len() / 4) as u64,
+        stream: req.stream,
+    };
+    let mut attempts = state
         .router
-        .route(&req.model)
+        .plan(&req.model, policy)
         .map_err(|e| route_error(state, e))?;
-    let dep: &Deployment = &route.deployment.deployment;
-    ids.model_id = Some(dep.id.clone());
-    ids.model_group = Some(route.group.name.clone());
-    let timeout_override = req.timeout_s.or_else(|| {
-        headers
-            .get("x-litellm-timeout")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse().ok())
-    });
+    let timeout_override = req
+        .timeout_s
+        .or_else(|| header_num(headers, "x-litellm-timeout"));
+    let mut last: Option<Result<Response, GatewayError>> = None;
+    while let Some(attempt) = attempts.next_attempt(Instant::now()) {
+        tokio::time::sleep_until(attempt.not_before.into()).await;
+        let dep: &Deployment = &attempt.deployment.deployment;
+        ids.model_id = Some(dep.id.clone());
+        ids.model_group = Some(attempt.group.name.clone());
+        let sent = Instant::now();
+        let mut failure = None;
+        let result = attempt_once(
+            state,
+            Call {
+                endpoint,
+                headers,
+                body,
+                req: &req,
+                dep,
+                upstream_model: &attempt.upstream_model,
+                group: &attempt.group.name,
+                timeout_override,
+                call_id: ids.call_id,
+                started,
+            },
+            &mut failure,
+        )
+        .await;
+        let now = Instant::now();
+        let outcome = match (&result, failure) {
+            (_, Some((class, retry_after))) => Outcome::Failure { class, retry_after },
+            // A gateway-side refusal (e.g. an untranslatable field): ends the plan.
+            (Err(_), None) => Outcome::Failure {
+                class: FailureClass::BadRequest,
+                retry_after: None,
+            },
+            (Ok(_), None) => Outcome::Success {
+                latency: now - sent,
+                ttft: req.stream.then(|| now - sent),
+                completion_tokens: 0,
+            },
+        };
+        attempts.report(&attempt, outcome, now);
+        last = Some(result);
+    }
+    let summary = attempts.summary();
+    let mut result = match (last, summary.end) {
+        (Some(r), _) => r,
+        (None, end @ PlanEnd::NoDeployments { group, .. }) => Err(no_deployments(
+            group,
+            end.retry_after_header_secs().unwrap_or(1),
+        )),
+        (None, _) => Err(no_deployments(&req.model, 1)),
+    };
+    let counts = [
+        ("x-litellm-attempted-retries", summary.attempted_retries),
+        ("x-litellm-attempted-fallbacks", summary.attempted_fallbacks),
+    ];
+    for (name, n) in counts {
+        let v = HeaderValue::from(n);
+        match &mut result {
+            Ok(r) => {
+                r.headers_mut().insert(name, v);
+            }
+            Err(e) => e.headers.push((HeaderName::from_static(name), v)),
+        }
+    }
+    result
+}
+
+/// One upstream attempt's inputs.
+struct Call<'a> {
+    endpoint: Endpoint,
+    headers: &'a HeaderMap,
+    body: &'a Bytes,
+    req: &'a ParsedRequest<'a>,
+    dep: &'a Deployment,
+    upstream_model: &'a str,
+    group: &'a str,
+    timeout_override: Option<f64>,
+    call_id: &'a str,
+    started: Instant,
+}
+
+/// Plans, sends and relays one attempt. `failure` is set when the upstream failed (the
+/// class decides retries, fallbacks and cooldowns); a response is returned either way.
+async fn attempt_once(
+    state: &Arc<AppState>,
+    call: Call<'_>,
+    failure: &mut Option<(FailureClass, Option<Duration>)>,
+) -> Result<Response, GatewayError> {
+    let Call {
+        endpoint,
+        headers,
+        body,
+        req,
+        dep,
+        upstream_model,
+        group,
+        timeout_override,
+        call_id,
+        started,
+    } = call;
+    let dialect = endpoint.dialect();
     let timeouts = dep.timeouts.for_request(timeout_override);
     let mut record = CallRecord {
-        call_id: ids.call_id.to_owned(),
+        call_id: call_id.to_owned(),
         call_type: endpoint.call_type(),
         model_group: req.model.clone(),
         deployment_id: dep.id.clone(),
-        upstream_model: route.upstream_model.to_string(),
+        upstream_model: upstream_model.to_owned(),
         stream: req.stream,
         status: 200,
         usage: None,
@@ -161,12 +272,12 @@ async fn run(
     // 5. plan and build the upstream body
     let plan = plan(endpoint, dep).map_err(GatewayError::from)?;
     let created = unix_now();
-    let response_id = format!("resp_{}", ids.call_id.replace('-', ""));
+    let response_id = format!("resp_{}", call_id.replace('-', ""));
     let mut client_request: Option<Value> = None;
     let mut history: Vec<Value> = Vec::new();
     let (path, upstream_body, relay) = match plan {
         Plan::LocalTokenCount => {
-            let n = estimate_input_tokens(&req);
+            let n = estimate_input_tokens(req);
             finish(state, record);
             return Ok(json_response(
                 StatusCode::OK,
@@ -176,7 +287,7 @@ async fn run(
         Plan::Passthrough { path, kind } => {
             let mut out = Vec::new();
             req.upstream_body(
-                &route.upstream_model,
+                upstream_model,
                 &dep.defaults,
                 dep.provider.unsupported_fields,
                 kind == Passthrough::OpenAi,
@@ -189,7 +300,7 @@ async fn run(
                 GatewayError::from(ErrorEnvelope::bad_request(format!("Invalid JSON: {e}")))
             })?;
             let opts = RequestOptions {
-                upstream_model: Some(route.upstream_model.to_string()),
+                upstream_model: Some(upstream_model.to_owned()),
                 ..RequestOptions::default()
             };
             if let Some(prev) = value.get("previous_response_id").and_then(Value::as_str) {
@@ -212,24 +323,34 @@ async fn run(
 
     // 6. send
     let extra = per_request_headers(headers, dep);
-    let reply = match send(
-        state,
-        dep,
+    let client_shortened = timeout_override
+        .is_some_and(|t| Duration::from_secs_f64(t.max(0.0)) < dep.timeouts.first_byte);
+    let outgoing = Outgoing {
         path,
-        upstream_body,
+        body: upstream_body,
         timeouts,
-        &extra,
-        ids.call_id,
-    )
-    .await
-    {
+        extra: &extra,
+        call_id,
+        client_shortened,
+    };
+    let reply = match send(state, dep, outgoing).await {
         Ok(r) => r,
-        Err(err) => {
+        Err((err, class)) => {
+            *failure = Some((class, None));
             record.status = err.envelope.status;
             finish(state, record);
             return Err(err);
         }
     };
+    if let Reply::Full {
+        status,
+        headers: up,
+        body,
+    } = &reply
+        && !status.is_success()
+    {
+        *failure = Some(classify(*status, up, body));
+    }
     let ctx_request = client_request.as_ref().unwrap_or(&Value::Null);
     let ctx = ResponseContext {
         response_id: &response_id,
@@ -248,17 +369,17 @@ async fn run(
                 Relay::Pass(Passthrough::Anthropic) => Box::<AnthropicPassthrough>::default(),
                 Relay::Pass(Passthrough::Responses) => {
                     let store = Arc::clone(&state.responses);
-                    let (dep_id, group) = (dep.id.clone(), route.group.name.clone());
+                    let (dep_id, group) = (dep.id.clone(), group.to_owned());
                     Box::new(ResponsesPassthrough::on_id(Box::new(move |id| {
                         remember_upstream_response(store.as_ref(), id, dep_id, group);
                     })))
                 }
                 Relay::Translate(pair) => {
-                    let t = stream_translator(pair, &req, created, &ctx);
+                    let t = stream_translator(pair, req, created, &ctx);
                     match (pair, client_request) {
                         (Pair::ResponsesToChat | Pair::ResponsesToAnthropic, Some(cr)) => {
                             let store = Arc::clone(&state.responses);
-                            let group = route.group.name.clone();
+                            let group = group.to_owned();
                             Box::new(t.on_response(Box::new(move |resp| {
                                 store_response(store.as_ref(), &history, &cr, resp, group);
                             })))
@@ -305,7 +426,7 @@ async fn run(
                     state.responses.as_ref(),
                     &id,
                     dep.id.clone(),
-                    route.group.name.clone(),
+                    group.to_owned(),
                 );
             }
             let resp = match relay {
@@ -319,7 +440,7 @@ async fn run(
                                     &history,
                                     ctx.request,
                                     &v,
-                                    route.group.name.clone(),
+                                    group.to_owned(),
                                 );
                             }
                             json_response(StatusCode::OK, Bytes::from(v.to_string()))
@@ -350,22 +471,39 @@ async fn run(
 }
 
 /// Sends the request upstream (or to the in-process mock) and waits for the response head.
-async fn send(
-    state: &AppState,
-    dep: &Deployment,
+/// One upstream request, ready to send.
+struct Outgoing<'a> {
     path: &'static str,
     body: Bytes,
     timeouts: tollgate_providers::Timeouts,
-    extra: &[(HeaderName, HeaderValue)],
-    call_id: &str,
-) -> Result<Reply, GatewayError> {
+    /// Per-request headers (e.g. the client's `anthropic-beta`).
+    extra: &'a [(HeaderName, HeaderValue)],
+    call_id: &'a str,
+    /// The client asked for a shorter timeout than the deployment's (B31).
+    client_shortened: bool,
+}
+
+async fn send(
+    state: &AppState,
+    dep: &Deployment,
+    out: Outgoing<'_>,
+) -> Result<Reply, (GatewayError, FailureClass)> {
+    let Outgoing {
+        path,
+        body,
+        timeouts,
+        extra,
+        call_id,
+        client_shortened,
+    } = out;
     if let Some(mock) = &dep.mock {
         let endpoint = match path {
             "/completions" => Endpoint::Completions,
             "/embeddings" => Endpoint::Embeddings,
             _ => Endpoint::ChatCompletions,
         };
-        let req = ParsedRequest::parse(&body, endpoint)?;
+        let req = ParsedRequest::parse(&body, endpoint)
+            .map_err(|e| (GatewayError::from(e), FailureClass::BadRequest))?;
         let model = req.model.clone();
         return Ok(
             match mock_provider::answer(endpoint, &req, &model, mock, call_id).await {
@@ -387,7 +525,10 @@ async fn send(
         .await
         .map_err(|e| {
             tracing::warn!(deployment = %dep.id, error = %e, "upstream call failed");
-            GatewayError::from(&e)
+            (
+                GatewayError::from(&e),
+                upstream_error_class(&e, client_shortened),
+            )
         })?;
     let status = upstream.status;
     if status.is_success() && is_event_stream(&upstream.headers) {
@@ -405,7 +546,10 @@ async fn send(
     };
     let body = upstream.read_body(limit).await.map_err(|e| {
         tracing::warn!(deployment = %dep.id, error = %e, "upstream response failed");
-        GatewayError::from(&e)
+        (
+            GatewayError::from(&e),
+            upstream_error_class(&e, client_shortened),
+        )
     })?;
     if !status.is_success() {
         tracing::debug!(deployment = %dep.id, status = status.as_u16(), "upstream returned an error");
@@ -415,6 +559,63 @@ async fn send(
         headers,
         body,
     })
+}
+
+/// The failure class of a transport-level error. A timeout counts against the deployment only
+/// when it is the deployment's own limit, not a shorter one the client asked for (B31).
+fn upstream_error_class(e: &UpstreamError, client_shortened: bool) -> FailureClass {
+    match e {
+        UpstreamError::Timeout { .. } if client_shortened => FailureClass::ClientTimeout,
+        UpstreamError::Timeout { .. } => FailureClass::Timeout,
+        UpstreamError::Connect(_) | UpstreamError::Read(_) => FailureClass::Connection,
+        UpstreamError::TooLarge { .. } | UpstreamError::Build(_) => FailureClass::ServerError,
+    }
+}
+
+/// Class and `retry-after` of an upstream error response (any dialect's error body).
+fn classify(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> (FailureClass, Option<Duration>) {
+    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let err = v.get("error").unwrap_or(&v);
+    let code = err
+        .get("code")
+        .and_then(Value::as_str)
+        .or_else(|| err.get("type").and_then(Value::as_str));
+    let message = err.get("message").and_then(Value::as_str).unwrap_or("");
+    let retry_after = header_num::<f64>(headers, "retry-after-ms")
+        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+        .or_else(|| {
+            header_num::<f64>(headers, "retry-after").map(|s| Duration::from_secs_f64(s.max(0.0)))
+        });
+    (
+        FailureClass::from_upstream(status.as_u16(), code, message),
+        retry_after,
+    )
+}
+
+/// A numeric request or response header, if present and valid.
+fn header_num<T: std::str::FromStr>(headers: &HeaderMap, name: &str) -> Option<T> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// 429 "No deployments available" with `retry-after` (whole seconds, ≥ 1) until the first
+/// deployment returns from cooldown (B13).
+fn no_deployments(group: &str, retry_after_secs: u64) -> GatewayError {
+    let mut e: GatewayError = ErrorEnvelope::new(
+        429,
+        "rate_limit_error",
+        format!("No deployments available for selected model={group}. Try again in {retry_after_secs} s."),
+    )
+    .into();
+    e.headers
+        .push((header::RETRY_AFTER, HeaderValue::from(retry_after_secs)));
+    e
 }
 
 /// Client headers forwarded per request to Anthropic upstreams: `anthropic-beta`, and the

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use tollgate_config::{Config, LoadedConfig, ModelEntry};
 use tollgate_providers::{Deployment, DeploymentError, DeploymentSpec, UpstreamClient};
-use tollgate_router::{ModelGroup, RoutedDeployment, Router};
+use tollgate_router::{DeploymentLimits, ModelGroup, RoutedDeployment, Router, RouterConfig};
 
 use crate::auth::Authenticator;
 use crate::relay::{CallSink, LogSink};
@@ -42,6 +42,9 @@ pub enum StateError {
     /// The HTTP client could not be built.
     #[error(transparent)]
     Client(#[from] tollgate_providers::UpstreamError),
+    /// `router_settings` are invalid (unknown strategy, bad retry policy).
+    #[error("router_settings: {0}")]
+    Router(#[from] tollgate_router::ConfigError),
 }
 
 impl AppState {
@@ -51,7 +54,7 @@ impl AppState {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, StateError> {
         let config = &loaded.config;
-        let mut groups: Vec<(String, Vec<RoutedDeployment>)> = Vec::new();
+        let mut groups: Vec<(String, Vec<(RoutedDeployment, DeploymentLimits)>)> = Vec::new();
         for entry in &config.model_list {
             let d = Arc::new(Deployment::build(deployment_spec(config, entry), env)?);
             let p = &entry.litellm_params;
@@ -64,15 +67,16 @@ impl AppState {
                     .unwrap_or(1.0),
                 order: p.order.unwrap_or(u32::MAX),
             };
+            let limits = DeploymentLimits::from_entry(entry);
             match groups.iter_mut().find(|(n, _)| *n == entry.model_name) {
-                Some((_, v)) => v.push(routed),
-                None => groups.push((entry.model_name.clone(), vec![routed])),
+                Some((_, v)) => v.push((routed, limits)),
+                None => groups.push((entry.model_name.clone(), vec![(routed, limits)])),
             }
         }
         let client = UpstreamClient::new(
             groups
                 .iter()
-                .flat_map(|(_, v)| v.iter().map(|r| r.deployment.as_ref())),
+                .flat_map(|(_, v)| v.iter().map(|(r, _)| r.deployment.as_ref())),
         )?;
         let aliases: HashMap<String, String> = config
             .router_settings
@@ -80,12 +84,15 @@ impl AppState {
             .iter()
             .map(|(alias, target)| (alias.clone(), target.group().to_owned()))
             .collect();
-        let router = Router::new(
+        let router_config =
+            RouterConfig::from_settings(&config.router_settings, &config.litellm_settings)?;
+        let router = Router::with_config(
             groups
                 .into_iter()
-                .map(|(name, deps)| ModelGroup::new(name, deps))
+                .map(|(name, deps)| ModelGroup::with_limits(name, deps))
                 .collect(),
             aliases,
+            router_config,
         );
         let auth = Authenticator::new(
             loaded.master_key.as_ref().map(|k| k.expose()),

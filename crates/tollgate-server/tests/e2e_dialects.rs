@@ -39,6 +39,9 @@ model_list:
     litellm_params:
       model: hosted_vllm/mock-gpt
       api_base: {mock}/v1
+router_settings:
+  num_retries: 0          # these tests check pass-through semantics; e2e_router.rs tests routing
+  disable_cooldowns: true
 general_settings:
   master_key: {MASTER}
 "#

@@ -81,6 +81,9 @@ model_list:
   - model_name: mock-embedding
     litellm_params:
       model: mock/embed
+router_settings:
+  num_retries: 0          # these tests check pass-through semantics; e2e_router.rs tests routing
+  disable_cooldowns: true
 general_settings:
   master_key: {MASTER}
 "#

@@ -1,0 +1,157 @@
+//! End-to-end routing through the real binary: retries, fallbacks, cooldowns, client-side
+//! timeouts (issue 6 rules; field failures B28, B29, B31). Deployments are told apart by the
+//! mock's `/d/{deployment}` prefix and scripted per deployment.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn config(mock: &str, router: &str) -> String {
+    let dep = |group: &str, name: &str, model: &str| {
+        format!(
+            "  - model_name: {group}\n    litellm_params:\n      model: openai/{model}\n      api_base: {mock}/d/{name}/v1\n      api_key: {UPSTREAM_KEY}\n"
+        )
+    };
+    format!(
+        "model_list:\n{}{}{}{}{}{}router_settings:\n{router}general_settings:\n  master_key: {MASTER}\n",
+        dep("pair", "east", "mock-gpt"),
+        dep("pair", "west", "mock-gpt"),
+        dep("primary", "primary", "mock-gpt"),
+        dep("backup", "backup", "mock-gpt"),
+        dep("solo", "solo", "mock-gpt"),
+        dep("slowpoke", "slowpoke", "mock-gpt-slow"),
+    )
+}
+
+async fn chat(gw: &Gateway, body: Value) -> reqwest::Response {
+    client()
+        .post(gw.url("/v1/chat/completions"))
+        .header("authorization", format!("Bearer {MASTER}"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn msg(model: &str) -> Value {
+    json!({"model": model, "messages": [{"role": "user", "content": "hi"}]})
+}
+
+fn script(m: &MockHandle, v: Value) {
+    m.script(serde_json::from_value(v).unwrap());
+}
+
+fn calls(m: &MockHandle) -> Vec<String> {
+    m.drain_observations()
+        .into_iter()
+        .filter_map(|o| o.deployment)
+        .collect()
+}
+
+const NO_COOLDOWN: &str =
+    "  num_retries: 2\n  disable_cooldowns: true\n  fallbacks: [{\"primary\": [\"backup\"]}]\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_errors_are_not_retried() {
+    let m = mock().await;
+    for d in ["east", "west"] {
+        script(&m, json!({"key": d, "default": {"status": 400}}));
+    }
+    let gw = Gateway::start(&config(&m.base_url(), NO_COOLDOWN));
+    let r = chat(&gw, msg("pair")).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.headers()["x-litellm-attempted-retries"], "0");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    assert_eq!(calls(&m).len(), 1, "a 400 is not retried (B28)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_goes_to_the_other_deployment_first() {
+    let m = mock().await;
+    for d in ["east", "west"] {
+        script(&m, json!({"key": d, "responses": [{"status": 500}]}));
+    }
+    let gw = Gateway::start(&config(&m.base_url(), NO_COOLDOWN));
+    let r = chat(&gw, msg("pair")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-litellm-attempted-retries"], "2");
+    let seen = calls(&m);
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_ne!(
+        seen[0], seen[1],
+        "the first retry goes to the untried deployment: {seen:?}"
+    );
+    assert_eq!(seen[2], seen[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fallback_chain_ends_with_the_last_error() {
+    let m = mock().await;
+    script(&m, json!({"key": "primary", "default": {"status": 429}}));
+    script(&m, json!({"key": "backup", "default": {"status": 503}}));
+    let gw = Gateway::start(&config(&m.base_url(), NO_COOLDOWN));
+    let r = chat(&gw, msg("primary")).await;
+    assert_eq!(r.status(), 503, "B's error reaches the client");
+    assert_eq!(r.headers()["x-litellm-attempted-fallbacks"], "1");
+    assert_eq!(r.headers()["x-litellm-model-group"], "backup");
+    let seen = calls(&m);
+    let count = |d: &str| seen.iter().filter(|s| *s == d).count();
+    assert_eq!(
+        (count("primary"), count("backup")),
+        (3, 3),
+        "1 + num_retries on each, once (B29): {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cooled_down_deployment_is_skipped_until_its_cooldown_ends() {
+    let m = mock().await;
+    script(
+        &m,
+        json!({"key": "solo", "responses": [{"status": 500}, {"status": 500}]}),
+    );
+    let gw = Gateway::start(&config(
+        &m.base_url(),
+        "  num_retries: 0\n  allowed_fails: 2\n  cooldown_time: 1\n",
+    ));
+    assert_eq!(chat(&gw, msg("solo")).await.status(), 500);
+    assert_eq!(chat(&gw, msg("solo")).await.status(), 500);
+    let r = chat(&gw, msg("solo")).await;
+    assert_eq!(r.status(), 429);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let v: Value = r.json().await.unwrap();
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("No deployments available"),
+        "{v}"
+    );
+    assert_eq!(calls(&m).len(), 2, "not called while cooling down");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(chat(&gw, msg("solo")).await.status(), 200);
+    assert_eq!(
+        calls(&m),
+        vec!["solo".to_owned()],
+        "called again after the cooldown"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_own_short_timeout_does_not_cool_the_deployment() {
+    let m = mock().await;
+    let gw = Gateway::start(&config(
+        &m.base_url(),
+        "  num_retries: 0\n  allowed_fails: 1\n  cooldown_time: 60\n",
+    ));
+    for _ in 0..3 {
+        let mut b = msg("slowpoke");
+        b["timeout"] = json!(0.1);
+        assert_eq!(chat(&gw, b).await.status(), 504);
+    }
+    // B31: the deployment is still healthy for a client without a short timeout.
+    let r = chat(&gw, msg("slowpoke")).await;
+    assert_eq!(r.status(), 200);
+}
