@@ -155,3 +155,142 @@ async fn a_clients_own_short_timeout_does_not_cool_the_deployment() {
     let r = chat(&gw, msg("slowpoke")).await;
     assert_eq!(r.status(), 200);
 }
+
+fn weighted_config(mock: &str, router: &str) -> String {
+    let dep = |group: &str, name: &str, extra: &str| {
+        format!(
+            "  - model_name: {group}\n    litellm_params:\n      model: openai/mock-gpt\n      api_base: {mock}/d/{name}/v1\n      api_key: {UPSTREAM_KEY}\n{extra}"
+        )
+    };
+    format!(
+        "model_list:\n{}{}{}{}{}{}{}{}{}{}{}{}router_settings:\n{router}general_settings:\n  master_key: {MASTER}\n",
+        dep("weighted", "w3", "      weight: 3\n"),
+        dep("weighted", "w1", "      weight: 1\n"),
+        dep("tiered", "t1", "      order: 1\n"),
+        dep("tiered", "t2", "      order: 2\n"),
+        dep("lat", "fast", ""),
+        dep("lat", "slow", ""),
+        dep("failing", "f1", ""),
+        dep("failing", "f2", ""),
+        dep("failing", "f3", ""),
+        dep("failing-fallback", "g1", ""),
+        dep("failing-fallback", "g2", ""),
+        dep("failing-fallback", "g3", ""),
+    )
+}
+
+/// Sends `n` requests for `model`, 16 at a time.
+async fn burst(gw: &Gateway, model: &str, n: usize) -> Vec<u16> {
+    let c = client();
+    let url = gw.url("/v1/chat/completions");
+    let mut statuses = Vec::with_capacity(n);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(16) {
+        let futs = chunk.iter().map(|_| {
+            c.post(&url)
+                .header("authorization", format!("Bearer {MASTER}"))
+                .json(&msg(model))
+                .send()
+        });
+        for r in futures_util::future::join_all(futs).await {
+            statuses.push(r.unwrap().status().as_u16());
+        }
+    }
+    statuses
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weights_split_traffic_and_order_one_takes_all_while_healthy() {
+    let m = tollgate_mock::start(MockConfig {
+        max_records: 20_000,
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    let gw = Gateway::start(&weighted_config(&m.base_url(), "  num_retries: 0\n"));
+    let statuses = burst(&gw, "weighted", 4000).await;
+    assert!(statuses.iter().all(|s| *s == 200));
+    let seen = calls(&m);
+    let w3 = seen.iter().filter(|d| *d == "w3").count();
+    assert_eq!(seen.len(), 4000);
+    assert!(
+        (2880..=3120).contains(&w3),
+        "weight 3:1 gave {w3} of 4000 to the first"
+    );
+    burst(&gw, "tiered", 200).await;
+    assert!(
+        calls(&m).iter().all(|d| d == "t1"),
+        "order 1 takes all traffic while healthy"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_routing_moves_traffic_off_a_slow_deployment() {
+    let m = mock().await;
+    script(&m, json!({"key": "fast", "default": {"delay_ms": 2}}));
+    script(&m, json!({"key": "slow", "default": {"delay_ms": 2}}));
+    let gw = Gateway::start(&weighted_config(
+        &m.base_url(),
+        "  num_retries: 0\n  routing_strategy: latency-based-routing\n",
+    ));
+    burst(&gw, "lat", 64).await;
+    calls(&m);
+    // Make one deployment 10x slower; within 200 requests >= 90 % of traffic leaves it.
+    script(&m, json!({"key": "slow", "default": {"delay_ms": 20}}));
+    let c = client();
+    for _ in 0..200 {
+        let r = c
+            .post(gw.url("/v1/chat/completions"))
+            .header("authorization", format!("Bearer {MASTER}"))
+            .json(&msg("lat"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let seen = calls(&m);
+    let slow = seen.iter().filter(|d| *d == "slow").count();
+    assert!(
+        slow <= 20,
+        "{slow} of 200 still went to the slow deployment"
+    );
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_stays_flat_across_failing_requests_with_retries_and_fallbacks() {
+    let m = tollgate_mock::start(MockConfig {
+        record: false,
+        ..MockConfig::default()
+    })
+    .await
+    .unwrap();
+    for d in ["f1", "f2", "f3", "g1", "g2", "g3"] {
+        script(&m, json!({"key": d, "default": {"status": 500}}));
+    }
+    let gw = Gateway::start(&weighted_config(
+        &m.base_url(),
+        "  num_retries: 2\n  disable_cooldowns: true\n  fallbacks: [{\"failing\": [\"failing-fallback\"]}]\n",
+    ));
+    let pid = gw.child.id();
+    let first = burst(&gw, "failing", 500).await;
+    assert!(first.iter().all(|s| *s == 500));
+    let after_first = rss_kb(pid);
+    burst(&gw, "failing", 1000).await;
+    let after_second = rss_kb(pid);
+    // Three deployments per group: every retry goes to an untried deployment, so no backoff
+    // sleeps. B40: a leak per failing request (each makes 3 + 3 upstream calls) would show as
+    // growth proportional to the second, larger batch.
+    assert!(
+        after_second < after_first + 8 * 1024,
+        "RSS grew from {after_first} kB to {after_second} kB"
+    );
+    assert_eq!(m.request_count(), 1500 * 6);
+}
