@@ -127,7 +127,9 @@ impl AnthropicUsage {
     fn merge(&mut self, later: AnthropicUsage) {
         self.input_tokens = later.input_tokens.or(self.input_tokens);
         self.output_tokens = later.output_tokens.or(self.output_tokens);
-        self.cache_read_input_tokens = later.cache_read_input_tokens.or(self.cache_read_input_tokens);
+        self.cache_read_input_tokens = later
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
         self.cache_creation_input_tokens = later
             .cache_creation_input_tokens
             .or(self.cache_creation_input_tokens);
@@ -187,7 +189,9 @@ impl AnthropicStreamUsage {
             return;
         }
         let found = if data.starts_with(b"{\"type\":\"message_start\"") {
-            serde_json::from_slice::<Start>(data).ok().and_then(|s| s.message.usage)
+            serde_json::from_slice::<Start>(data)
+                .ok()
+                .and_then(|s| s.message.usage)
         } else {
             serde_json::from_slice::<AnthropicWithUsage>(data)
                 .ok()
@@ -234,7 +238,15 @@ mod tests {
     fn anthropic_usage_folds_cache_into_prompt() {
         let body = br#"{"id":"msg","usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":20}}"#;
         let u = anthropic_response_usage(body).unwrap();
-        assert_eq!((u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.cache_write_tokens), (130, 5, 100, 20));
+        assert_eq!(
+            (
+                u.prompt_tokens,
+                u.completion_tokens,
+                u.cached_tokens,
+                u.cache_write_tokens
+            ),
+            (130, 5, 100, 20)
+        );
     }
 
     #[test]
@@ -242,7 +254,9 @@ mod tests {
         // B10: message_delta usage is cumulative; 13 then 20 means 20, input counted once.
         let mut s = AnthropicStreamUsage::default();
         s.feed(br#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":64,"output_tokens":1}}}"#);
-        s.feed(br#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"#);
+        s.feed(
+            br#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"#,
+        );
         s.feed(br#"{"type":"message_delta","delta":{"stop_reason":null},"usage":{"output_tokens":13}}"#);
         s.feed(br#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":20}}"#);
         let u = s.usage().unwrap();
