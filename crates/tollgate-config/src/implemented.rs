@@ -20,10 +20,17 @@ pub const TOP_LEVEL_SECTIONS: &[&str] = &[
 pub const MODEL_ENTRY_IMPLEMENTED: &[&str] = &["model_name", "litellm_params", "model_info"];
 
 /// `model_info` keys acted on.
-pub const MODEL_INFO_IMPLEMENTED: &[&str] = &["id"];
+pub const MODEL_INFO_IMPLEMENTED: &[&str] = &["id", "max_input_tokens"];
 
 /// `litellm_settings` keys acted on.
-pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] = &["request_timeout"];
+pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] = &[
+    "request_timeout",
+    "num_retries",
+    "fallbacks",
+    "context_window_fallbacks",
+    "content_policy_fallbacks",
+    "default_fallbacks",
+];
 
 /// `general_settings` keys acted on (`litellm_key_header_name`: tollgate-server auth).
 pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] = &[
@@ -35,8 +42,26 @@ pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] = &[
 
 /// `router_settings` keys acted on (tollgate-server `state.rs`: timeouts fall back from the
 /// deployment to these; aliases feed the router).
-pub const ROUTER_SETTINGS_IMPLEMENTED: &[&str] =
-    &["timeout", "stream_timeout", "model_group_alias"];
+pub const ROUTER_SETTINGS_IMPLEMENTED: &[&str] = &[
+    "timeout",
+    "stream_timeout",
+    "model_group_alias",
+    "routing_strategy",
+    "routing_strategy_args",
+    "enable_pre_call_checks",
+    "allowed_fails",
+    "cooldown_time",
+    "disable_cooldowns",
+    "num_retries",
+    "retry_after",
+    "retry_policy",
+    "model_group_retry_policy",
+    "max_fallbacks",
+    "fallbacks",
+    "context_window_fallbacks",
+    "content_policy_fallbacks",
+    "default_fallbacks",
+];
 
 /// LiteLLM-internal `litellm_params` keys (class `LiteLLM_Params` in `litellm/types/router.py`)
 /// that are neither typed fields of [`crate::LitellmParams`] nor request parameters: they are
@@ -73,10 +98,8 @@ pub const LITELLM_PARAMS_INTERNAL: &[&str] = &[
     "aws_batch_role_arn",
 ];
 
-/// `litellm_params` keys that are typed but not acted on yet (retries and pricing land with the
-/// router and governance).
+/// `litellm_params` keys that are typed but not acted on yet (pricing lands with governance).
 pub const LITELLM_PARAMS_TYPED_UNIMPLEMENTED: &[&str] = &[
-    "max_retries",
     "input_cost_per_token",
     "output_cost_per_token",
     "cache_read_input_token_cost",
