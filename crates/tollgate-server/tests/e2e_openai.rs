@@ -371,15 +371,7 @@ async fn client_hangup_cancels_upstream_within_100ms() {
     assert!(first.starts_with(b"data: "));
     drop(body);
     let hung_up = now_ms();
-    let mut seen = None;
-    for _ in 0..100 {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        if let Some(o) = m.observations().into_iter().find(|o| o.client_disconnected) {
-            seen = o.client_disconnected_at;
-            break;
-        }
-    }
-    let at = seen.expect("upstream saw the disconnect");
+    let at = disconnect_seen_at(&m).await;
     assert!(
         at - hung_up < 100.0,
         "upstream saw the hang-up {} ms later",
@@ -403,15 +395,7 @@ async fn client_hangup_before_first_byte_cancels_upstream() {
             .send().await;
         assert!(r.is_err(), "client timed out");
         let hung_up = now_ms();
-        let mut seen = None;
-        for _ in 0..100 {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            if let Some(o) = m.observations().into_iter().find(|o| o.client_disconnected) {
-                seen = o.client_disconnected_at;
-                break;
-            }
-        }
-        let at = seen.expect("upstream saw the disconnect");
+        let at = disconnect_seen_at(&m).await;
         assert!(
             at - hung_up < 100.0,
             "stream={stream}: upstream saw the hang-up {} ms later",

@@ -214,3 +214,19 @@ pub fn normalize_ids(s: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// When the mock saw its client (the gateway) go away, unix ms; waits up to 1 s.
+pub async fn disconnect_seen_at(m: &MockHandle) -> f64 {
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if let Some(at) = m
+            .observations()
+            .into_iter()
+            .find(|o| o.client_disconnected)
+            .and_then(|o| o.client_disconnected_at)
+        {
+            return at;
+        }
+    }
+    panic!("the upstream did not see the disconnect within 1 s");
+}
