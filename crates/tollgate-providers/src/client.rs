@@ -164,9 +164,11 @@ impl UpstreamClient {
             }
             Ok(r) => r.map_err(UpstreamError::from_reqwest)?,
         };
+        let mut resp = resp;
         Ok(UpstreamResponse {
             status: resp.status(),
-            headers: resp.headers().clone(),
+            // Moved, not cloned: the body is read through `inner` without its headers.
+            headers: std::mem::take(resp.headers_mut()),
             inner: resp,
             timeouts,
             started,
@@ -200,9 +202,11 @@ impl UpstreamClient {
             }
             Ok(r) => r.map_err(UpstreamError::from_reqwest)?,
         };
+        let mut resp = resp;
         Ok(UpstreamResponse {
             status: resp.status(),
-            headers: resp.headers().clone(),
+            // Moved, not cloned: the body is read through `inner` without its headers.
+            headers: std::mem::take(resp.headers_mut()),
             inner: resp,
             timeouts,
             started,

@@ -272,7 +272,12 @@ async fn attempt_once(
     // 5. plan and build the upstream body
     let plan = plan(endpoint, dep).map_err(GatewayError::from)?;
     let created = unix_now();
-    let response_id = format!("resp_{}", call_id.replace('-', ""));
+    // Only Responses API answers carry a gateway-minted id.
+    let response_id = if endpoint == Endpoint::Responses {
+        format!("resp_{}", call_id.replace('-', ""))
+    } else {
+        String::new()
+    };
     let mut client_request: Option<Value> = None;
     let mut history: Vec<Value> = Vec::new();
     let (path, upstream_body, relay) = match plan {
@@ -519,7 +524,7 @@ async fn send(
             },
         );
     }
-    let upstream = state
+    let mut upstream = state
         .client
         .post_json(dep, path, body, timeouts, extra)
         .await
@@ -531,14 +536,14 @@ async fn send(
             )
         })?;
     let status = upstream.status;
-    if status.is_success() && is_event_stream(&upstream.headers) {
-        let headers = upstream.headers.clone();
+    // The headers are moved out, not cloned: the body readers below do not need them.
+    let headers = std::mem::take(&mut upstream.headers);
+    if status.is_success() && is_event_stream(&headers) {
         return Ok(Reply::Stream {
             headers,
             body: Box::pin(upstream.into_stream()),
         });
     }
-    let headers = upstream.headers.clone();
     let limit = if status.is_success() {
         dep.max_response_bytes
     } else {
