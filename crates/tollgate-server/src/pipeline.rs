@@ -817,17 +817,7 @@ fn route_error(state: &AppState, e: RouteError) -> GatewayError {
             .with_code("model_not_found")
             .into()
         }
-        RouteError::NoDeployments(model) => {
-            let mut e: GatewayError = ErrorEnvelope::new(
-                429,
-                "rate_limit_error",
-                format!("No deployments available for selected model={model}."),
-            )
-            .into();
-            e.headers
-                .push((header::RETRY_AFTER, HeaderValue::from_static("1")));
-            e
-        }
+        RouteError::NoDeployments(model) => no_deployments(&model, 1),
     }
 }
 
