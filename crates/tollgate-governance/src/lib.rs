@@ -80,6 +80,7 @@
 pub mod admission;
 pub mod duration;
 pub mod pricing;
+pub mod runtime;
 pub mod store;
 pub mod tokens;
 

@@ -1,0 +1,317 @@
+//! [`Governance`]: the running governance of one gateway process — the store, the in-process
+//! [`IdentityCache`], the admission engine, the price table and the spend-log queue — and the
+//! calls the server makes on a request's path (none of which awaits the database):
+//!
+//! 1. [`Governance::principal`] — key hash → [`Principal`] or a 401 [`KeyError`];
+//! 2. [`Principal::model_denial`] with [`Governance::access_groups`] — 403;
+//! 3. [`Governance::scopes`] + [`Governance::price`] + [`crate::admission::Estimate`] →
+//!    [`Governance::admit`] — 422 / 429 [`Rejection`] or a [`Charge`];
+//! 4. [`Governance::settle`] once per attempt with the final usage → [`Settlement`] (cost and
+//!    spend after) and one spend-log row queued for the write-behind.
+//!
+//! The management API writes through [`Governance::store`], then updates [`Governance::cache`]
+//! and the admission counters ([`Governance::admission`]).
+
+pub mod access;
+pub mod cache;
+pub mod principal;
+pub mod scopes;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+pub use access::{AccessGroups, DeniedBy, list_allows};
+pub use cache::{Entities, IdentityCache};
+pub use principal::{KeyError, Principal};
+pub use scopes::{BlockedEndUser, RequestFacts, needs_token_count};
+
+use crate::admission::{
+    Admission, AdmissionConfig, AdmitRequest, InMemoryCounterStore, Limits, Rejection, Reservation,
+    ScopeKey, ScopeKind, ScopeRequest, Settlement,
+};
+use crate::pricing::{ModelPrice, PriceOverrides, PriceTable, Usage, cost};
+use crate::store::{GovernanceStore, SpendLogQueue, SpendLogRow, StoreError, WriteBehind};
+
+/// Settings of [`Governance`], from the config.
+#[derive(Debug, Clone)]
+pub struct GovernanceOptions {
+    /// Status codes and the default output bound of estimates.
+    pub admission: AdmissionConfig,
+    /// Proxy-wide limits (`litellm_settings.max_budget`, `budget_duration`).
+    pub global: Limits,
+    /// `model_info.access_groups` of the config.
+    pub access_groups: AccessGroups,
+    /// Bound of the spend-log queue, rows (oldest dropped beyond it, counted).
+    pub spend_log_capacity: usize,
+}
+
+impl Default for GovernanceOptions {
+    fn default() -> Self {
+        Self {
+            admission: AdmissionConfig::default(),
+            global: Limits::default(),
+            access_groups: AccessGroups::default(),
+            spend_log_capacity: 100_000,
+        }
+    }
+}
+
+/// An admitted attempt: its reservation, the price to bill it with, and its spend-log row
+/// (filled at admission; tokens, cost, end time and status are set by [`Governance::settle`]).
+pub struct Charge {
+    /// The reservation (released, charging nothing, if the charge is dropped unsettled).
+    pub reservation: Reservation,
+    /// Price of the deployment called; `None` = unpriced (cost 0).
+    pub price: Option<ModelPrice>,
+    /// The spend-log row being built.
+    pub log: SpendLogRow,
+}
+
+impl std::fmt::Debug for Charge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Charge")
+            .field("request_id", &self.log.request_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an attempt ended, for [`Governance::settle`].
+#[derive(Debug, Clone, Copy)]
+pub struct CallOutcome {
+    /// Final cumulative usage (what was produced, also for cut-off streams); `None` = nothing
+    /// known (no tokens billed).
+    pub usage: Option<Usage>,
+    /// Whether the call succeeded (spend-log `status`).
+    pub success: bool,
+    /// When the answer ended.
+    pub end_time: DateTime<Utc>,
+    /// When its first byte was ready (time to first token).
+    pub completion_start: Option<DateTime<Utc>>,
+}
+
+/// The running governance (see the module docs).
+pub struct Governance {
+    store: Arc<dyn GovernanceStore>,
+    admission: Admission,
+    cache: IdentityCache,
+    prices: PriceTable,
+    logs: Arc<SpendLogQueue>,
+    options: GovernanceOptions,
+}
+
+impl std::fmt::Debug for Governance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Governance")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Governance {
+    /// Migrates the store, loads every entity into the cache and seeds the spend counters
+    /// from the stored `spend` / `budget_reset_at` columns.
+    ///
+    /// Errors: the store's ([`StoreError`]).
+    pub async fn open(
+        store: Arc<dyn GovernanceStore>,
+        prices: PriceTable,
+        options: GovernanceOptions,
+    ) -> Result<Self, StoreError> {
+        store.migrate().await?;
+        let snapshot = store.load().await?;
+        let admission = Admission::new(
+            Arc::new(InMemoryCounterStore::default()),
+            options.admission.clone(),
+        );
+        let entities = Entities::from_snapshot(snapshot);
+        seed_spend(&admission, &entities);
+        Ok(Self {
+            store,
+            admission,
+            cache: IdentityCache::new(entities),
+            prices,
+            logs: Arc::new(SpendLogQueue::new(options.spend_log_capacity)),
+            options,
+        })
+    }
+
+    /// The database.
+    pub fn store(&self) -> &Arc<dyn GovernanceStore> {
+        &self.store
+    }
+
+    /// The admission engine (spend and counters).
+    pub fn admission(&self) -> &Admission {
+        &self.admission
+    }
+
+    /// The entity cache.
+    pub fn cache(&self) -> &IdentityCache {
+        &self.cache
+    }
+
+    /// The price table.
+    pub fn prices(&self) -> &PriceTable {
+        &self.prices
+    }
+
+    /// Queued spend-log rows.
+    pub fn logs(&self) -> &Arc<SpendLogQueue> {
+        &self.logs
+    }
+
+    /// Settings.
+    pub fn options(&self) -> &GovernanceOptions {
+        &self.options
+    }
+
+    /// Access groups of the config.
+    pub fn access_groups(&self) -> &AccessGroups {
+        &self.options.access_groups
+    }
+
+    /// The write-behind task writing spend counters and spend logs (`batch` rows per
+    /// transaction); run it with [`WriteBehind::run`].
+    pub fn write_behind(&self, batch: usize) -> WriteBehind {
+        WriteBehind::new(
+            Arc::clone(&self.store),
+            self.admission.clone(),
+            Arc::clone(&self.logs),
+            batch,
+        )
+    }
+
+    /// The virtual key with hash `hash`, with what it inherits, now.
+    ///
+    /// Errors: [`KeyError`] (all 401).
+    pub fn principal(&self, hash: &str) -> Result<Principal, KeyError> {
+        Principal::resolve(&self.cache.read(), hash, self.admission.now())
+    }
+
+    /// The scopes of a request (see [`scopes`]).
+    ///
+    /// Errors: [`BlockedEndUser`].
+    pub fn scopes(
+        &self,
+        principal: Option<&Principal>,
+        facts: RequestFacts<'_>,
+    ) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
+        scopes::build(&self.cache.read(), principal, facts, &self.options.global)
+    }
+
+    /// The price of `model` at `provider` with a deployment's overrides; `None` = unpriced.
+    pub fn price(
+        &self,
+        provider: Option<&str>,
+        model: &str,
+        overrides: &PriceOverrides,
+    ) -> Option<ModelPrice> {
+        self.prices.price_for(provider, model, overrides)
+    }
+
+    /// Admits one attempt (see [`Admission::admit`]) and starts its spend-log row.
+    ///
+    /// Errors: the [`Rejection`] to send (422 budget, 429 limits).
+    #[allow(clippy::result_large_err)] // the refusal path is cold
+    pub fn admit(
+        &self,
+        req: AdmitRequest,
+        price: Option<ModelPrice>,
+        log: SpendLogRow,
+    ) -> Result<Charge, Rejection> {
+        let reservation = self.admission.admit(req)?;
+        Ok(Charge {
+            reservation,
+            price,
+            log,
+        })
+    }
+
+    /// Settles an attempt exactly once: bills `outcome.usage` at the charge's price, replaces
+    /// the reservation by it on every scope, and queues the spend-log row. Returns the cost
+    /// and spend after (`None` if the charge was settled before).
+    pub fn settle(&self, charge: Charge, outcome: CallOutcome) -> Option<Settlement> {
+        let Charge {
+            mut reservation,
+            price,
+            mut log,
+        } = charge;
+        let usage = outcome.usage.unwrap_or_default();
+        let cost_usd = price.as_ref().map_or(0.0, |p| cost(&usage, p));
+        let settlement = reservation.settle(&usage, cost_usd).ok()?;
+        log.spend = settlement.cost_usd;
+        log.prompt_tokens = i64::try_from(usage.prompt_tokens).unwrap_or(i64::MAX);
+        log.completion_tokens = i64::try_from(usage.completion_tokens).unwrap_or(i64::MAX);
+        log.total_tokens = log.prompt_tokens.saturating_add(log.completion_tokens);
+        log.end_time = outcome.end_time;
+        log.completion_start_time = outcome.completion_start;
+        log.status = Some(
+            if outcome.success {
+                "success"
+            } else {
+                "failure"
+            }
+            .to_owned(),
+        );
+        self.logs.push(log);
+        Some(settlement)
+    }
+
+    /// Current spend of a scope in its window, USD (0 when never used).
+    pub fn spend_of(&self, scope: &ScopeKey) -> f64 {
+        self.admission.spend(scope).map_or(0.0, |s| s.spend)
+    }
+}
+
+/// Seeds the admission counters from the stored spend of every entity.
+fn seed_spend(admission: &Admission, e: &Entities) {
+    for k in e.keys.values() {
+        admission.set_spend(&ScopeKey::key(&k.token), k.spend, k.budget_reset_at);
+    }
+    for t in e.teams.values() {
+        admission.set_spend(
+            &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
+            t.spend,
+            t.budget_reset_at,
+        );
+    }
+    for u in e.users.values() {
+        admission.set_spend(
+            &ScopeKey::new(ScopeKind::User, u.user_id.as_str()),
+            u.spend,
+            u.budget_reset_at,
+        );
+    }
+    for c in e.end_users.values().filter(|c| c.spend != 0.0) {
+        admission.set_spend(
+            &ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str()),
+            c.spend,
+            None,
+        );
+    }
+    for m in e.memberships.values().filter(|m| m.spend != 0.0) {
+        admission.set_spend(
+            &ScopeKey::team_member(&m.team_id, &m.user_id),
+            m.spend,
+            None,
+        );
+    }
+    for o in e.organizations.values().filter(|o| o.spend != 0.0) {
+        admission.set_spend(
+            &ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str()),
+            o.spend,
+            None,
+        );
+    }
+    for t in e.tags.values().filter(|t| t.spend != 0.0) {
+        admission.set_spend(
+            &ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str()),
+            t.spend,
+            None,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

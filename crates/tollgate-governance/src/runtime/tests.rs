@@ -1,0 +1,147 @@
+//! The governance hub end to end on an in-memory SQLite store: open → principal → scopes →
+//! admit → settle → write-behind → the store holds the spend and the log row.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+
+use super::*;
+use crate::admission::{AdmitRequest, Estimate};
+use crate::store::{SecretKey, SqliteStore, VerificationToken};
+
+async fn hub(keys: Vec<VerificationToken>) -> Governance {
+    let store = SqliteStore::open(":memory:").await.unwrap();
+    store.migrate().await.unwrap();
+    for k in &keys {
+        store.upsert_key(k).await.unwrap();
+    }
+    let mut prices = PriceTable::new();
+    prices.insert(
+        "mock-gpt",
+        ModelPrice {
+            input_per_token: 1e-6,
+            output_per_token: 2e-6,
+            ..ModelPrice::default()
+        },
+    );
+    Governance::open(Arc::new(store), prices, GovernanceOptions::default())
+        .await
+        .unwrap()
+}
+
+fn log_row(id: &str, key: &str) -> SpendLogRow {
+    SpendLogRow {
+        request_id: id.into(),
+        api_key: key.into(),
+        start_time: Utc::now(),
+        end_time: Utc::now(),
+        ..SpendLogRow::default()
+    }
+}
+
+#[tokio::test]
+async fn admit_settle_and_write_behind() {
+    let raw = SecretKey::new("sk-hub-test-key-0001");
+    let hash = raw.hash();
+    let g = hub(vec![VerificationToken {
+        token: hash.clone(),
+        key_name: Some(raw.masked()),
+        max_budget: Some(0.003),
+        spend: 0.0005,
+        ..VerificationToken::default()
+    }])
+    .await;
+    // seeded from the stored spend
+    assert!((g.spend_of(&ScopeKey::key(&hash)) - 0.0005).abs() < 1e-12);
+
+    let p = g.principal(&hash).unwrap();
+    let scopes = g
+        .scopes(
+            Some(&p),
+            RequestFacts {
+                model_group: "mock-gpt",
+                ..RequestFacts::default()
+            },
+        )
+        .unwrap();
+    let price = g.price(None, "mock-gpt", &PriceOverrides::default());
+    let est = Estimate::new(g.admission().config(), price.as_ref(), 100, Some(50));
+    assert!((est.cost_usd - 0.0002).abs() < 1e-12);
+    let charge = g
+        .admit(
+            AdmitRequest {
+                request_id: "r1".into(),
+                attempt: 0,
+                scopes,
+                estimate: est,
+            },
+            price,
+            log_row("r1", &hash),
+        )
+        .unwrap();
+    let s = g
+        .settle(
+            charge,
+            CallOutcome {
+                usage: Some(Usage::new(1000, 500)),
+                success: true,
+                end_time: Utc::now(),
+                completion_start: None,
+            },
+        )
+        .unwrap();
+    // 1000 × 1e-6 + 500 × 2e-6 = 0.002
+    assert!((s.cost_usd - 0.002).abs() < 1e-12);
+    assert!((s.spend_of(ScopeKind::Key).unwrap() - 0.0025).abs() < 1e-12);
+    let stats = g.write_behind(100).flush().await.unwrap();
+    assert_eq!(stats.log_rows, 1);
+    let rows = g
+        .store()
+        .spend_logs(&crate::store::SpendLogFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].api_key, hash);
+    assert_eq!(
+        (rows[0].prompt_tokens, rows[0].completion_tokens),
+        (1000, 500)
+    );
+    assert_eq!(rows[0].status.as_deref(), Some("success"));
+    let stored = g.store().load().await.unwrap();
+    assert!((stored.keys[0].spend - 0.0025).abs() < 1e-12);
+
+    // next request: 0.0025 + 0.0002 reserved < 0.003 admits; once spend reaches the cap, refused
+    g.admission().set_spend(&ScopeKey::key(&hash), 0.003, None);
+    let scopes = g.scopes(Some(&p), RequestFacts::default()).unwrap();
+    let rej = g
+        .admit(
+            AdmitRequest {
+                request_id: "r2".into(),
+                attempt: 0,
+                scopes,
+                estimate: est,
+            },
+            None,
+            log_row("r2", &hash),
+        )
+        .unwrap_err();
+    assert_eq!(rej.status, 422);
+    assert_eq!(rej.error_type, "budget_exceeded");
+    assert!(rej.message.contains("sk-...0001"), "{}", rej.message);
+    assert!(!rej.message.contains("sk-hub-test"));
+}
+
+#[tokio::test]
+async fn unknown_and_blocked_keys() {
+    let g = hub(vec![VerificationToken {
+        token: "b".repeat(64),
+        blocked: Some(true),
+        ..VerificationToken::default()
+    }])
+    .await;
+    assert_eq!(
+        g.principal(&"a".repeat(64)).unwrap_err(),
+        KeyError::NotFound
+    );
+    assert_eq!(g.principal(&"b".repeat(64)).unwrap_err(), KeyError::Blocked);
+}
