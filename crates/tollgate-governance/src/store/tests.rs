@@ -377,7 +377,7 @@ async fn run_flushes_on_shutdown() {
     let logs = Arc::new(SpendLogQueue::new(10));
     let wb = WriteBehind::new(s.clone(), adm, logs.clone(), 100);
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let task = tokio::spawn(wb.run(std::time::Duration::from_secs(3600), rx));
+    let task = tokio::spawn(Arc::new(wb).run(std::time::Duration::from_secs(3600), rx));
     tokio::task::yield_now().await;
     logs.push(SpendLogRow {
         request_id: "late".into(),

@@ -178,7 +178,8 @@ impl WriteBehind {
 
     /// Flushes every `interval` until `shutdown` turns true (or its sender is dropped), then
     /// flushes once more so nothing queued is lost. Errors are retried on the next tick.
-    pub async fn run(self, interval: Duration, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    /// Shared (`Arc`) so readers of spend (the management API) can [`Self::flush`] first.
+    pub async fn run(self: Arc<Self>, interval: Duration, mut shutdown: tokio::sync::watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

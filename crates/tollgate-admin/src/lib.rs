@@ -1,0 +1,72 @@
+//! # tollgate-admin
+//!
+//! The management API, with LiteLLM's routes, request and response JSON and status codes
+//! (litellm-surface §4.3–§4.7): `/key/*`, `/team/*`, `/user/*`, `/customer/*` (and
+//! `/end_user/*`), `/budget/*`, `/spend/logs`, `/global/spend`, `/global/spend/report`,
+//! `/model/new|delete|info`, `/v1/model/info`.
+//!
+//! Every write goes to the [`tollgate_governance::store::GovernanceStore`] first, then to the
+//! in-process cache and the admission counters, so it is in force on the very next inference
+//! request. No HTTP client here; the server mounts [`router`] beside its inference routes and
+//! provides the caller's identity ([`Authorize`]) and the model catalogue ([`ModelRegistry`]).
+
+use std::sync::Arc;
+
+use http::HeaderMap;
+use serde_json::Value;
+use tollgate_governance::runtime::{Governance, Principal};
+use tollgate_governance::store::WriteBehind;
+
+/// Who calls a management route.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// The master key, or no master key configured (open dev mode): role `proxy_admin`.
+    Admin,
+    /// A virtual key. Admin rights when its user's `user_role` is `proxy_admin`; otherwise it
+    /// may read only what is its own (`/key/info` of itself, `/user/info` of its user, ...),
+    /// and anything else is 403.
+    Key(Box<Principal>),
+}
+
+/// A refused caller: status (401) and LiteLLM's error `type` and message (never the key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthFailure {
+    /// HTTP status.
+    pub status: u16,
+    /// Error `type` (`auth_error`, `token_not_found_in_db`, `expired_key`).
+    pub error_type: &'static str,
+    /// Message.
+    pub message: String,
+}
+
+/// Identifies the caller from request headers (implemented by the server with the same
+/// credential-header rules as inference routes).
+pub trait Authorize: Send + Sync + 'static {
+    /// The caller, or why it is refused.
+    fn caller(&self, headers: &HeaderMap) -> Result<Caller, AuthFailure>;
+}
+
+/// The model catalogue behind `/model/info`, `/v1/model/info`, `/model/new`, `/model/delete`
+/// (implemented by the server over its router).
+pub trait ModelRegistry: Send + Sync + 'static {
+    /// One LiteLLM `/model/info` entry per deployment:
+    /// `{"model_name", "litellm_params": {... secrets removed}, "model_info": {"id", ...}}`.
+    fn list(&self) -> Vec<Value>;
+    /// Adds a deployment from a `/model/new` body; returns the stored entry (with
+    /// `model_info.id`). Errors: a message for a 400.
+    fn add(&self, entry: Value) -> Result<Value, String>;
+    /// Deletes the deployment with this `model_info.id`; false when unknown.
+    fn delete(&self, id: &str) -> bool;
+}
+
+/// What the management routes work on.
+pub struct AdminContext {
+    /// Store, cache, admission counters, prices, spend-log queue.
+    pub gov: Arc<Governance>,
+    /// Caller identification.
+    pub auth: Arc<dyn Authorize>,
+    /// Model catalogue.
+    pub models: Arc<dyn ModelRegistry>,
+    /// The write-behind, flushed before spend reads so they include every settled call.
+    pub write_behind: Arc<WriteBehind>,
+}
