@@ -6,26 +6,41 @@
 //! `x-api-key` (Anthropic SDKs). The master key is compared in constant time (on SHA-256
 //! digests, so the comparison does not depend on the presented key's length either).
 //!
-//! Virtual keys (governance) slot in at [`Authenticator::authenticate`]: a presented key that
-//! is not the master key is looked up by its hash in the key cache, yielding another
-//! [`Identity`] variant, without moving this step in the pipeline.
+//! A presented key that is not the master key is a virtual key: it must start with `sk-`
+//! (LiteLLM refuses anything else, so a stored hash cannot be replayed as a key) and is looked
+//! up by its hex SHA-256 in the governance cache ([`Governance::principal`]) — no database
+//! access on the request path.
 
 use http::HeaderMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use tollgate_governance::runtime::{Governance, KeyError, Principal};
+use tollgate_governance::store::hash_key;
 use tollgate_protocol::ErrorEnvelope;
 
 /// Who is calling.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Identity {
     /// No master key is configured: every caller is let in (LiteLLM's no-auth dev mode).
     Open,
     /// The caller presented the master key (role `proxy_admin`).
     Master,
+    /// A virtual key, with its team, user, budget tiers and organization.
+    Key(Box<Principal>),
+}
+
+impl Identity {
+    /// The virtual key's principal, if the caller is one.
+    pub fn principal(&self) -> Option<&Principal> {
+        match self {
+            Identity::Key(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// Why authentication failed. Messages never include the presented key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AuthError {
     /// No credential header at all.
     #[error("Authentication Error, No api key passed in.")]
@@ -36,13 +51,21 @@ pub enum AuthError {
     /// A key that matches nothing.
     #[error("Authentication Error, Invalid API key provided.")]
     Invalid,
+    /// A virtual key refused: unknown, not `sk-…`, blocked, expired.
+    #[error("{0}")]
+    Key(KeyError),
 }
 
 impl AuthError {
     /// The 401 error envelope.
     pub fn envelope(&self) -> ErrorEnvelope {
-        ErrorEnvelope::new(401, "authentication_error", self.to_string())
-            .with_code("invalid_api_key")
+        match self {
+            AuthError::Key(k) => {
+                ErrorEnvelope::new(401, k.error_type(), self.to_string()).with_code("401")
+            }
+            _ => ErrorEnvelope::new(401, "authentication_error", self.to_string())
+                .with_code("invalid_api_key"),
+        }
     }
 }
 
@@ -68,8 +91,15 @@ impl Authenticator {
         self.master_digest.is_some()
     }
 
-    /// Identifies the caller from the request headers.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Identity, AuthError> {
+    /// Identifies the caller from the request headers: the master key, else a virtual key
+    /// found in `gov`'s cache (when governance runs).
+    ///
+    /// Errors: [`AuthError`] (every variant is a 401; messages never carry the key).
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        gov: Option<&Governance>,
+    ) -> Result<Identity, AuthError> {
         let Some(master) = &self.master_digest else {
             return Ok(Identity::Open);
         };
@@ -77,7 +107,17 @@ impl Authenticator {
         if bool::from(digest(key).ct_eq(master)) {
             return Ok(Identity::Master);
         }
-        Err(AuthError::Invalid)
+        let Some(gov) = gov else {
+            return Err(AuthError::Invalid);
+        };
+        if !key.starts_with("sk-") {
+            return Err(AuthError::Key(KeyError::not_virtual(key)));
+        }
+        match gov.principal(&hash_key(key)) {
+            Ok(p) => Ok(Identity::Key(Box::new(p))),
+            Err(KeyError::NotFound) => Err(AuthError::Invalid),
+            Err(e) => Err(AuthError::Key(e)),
+        }
     }
 }
 
@@ -149,20 +189,30 @@ mod tests {
             headers(&[("x-litellm-api-key", "sk-master")]),
             headers(&[("x-litellm-api-key", "Bearer sk-master")]),
         ] {
-            assert_eq!(a.authenticate(&h), Ok(Identity::Master), "{h:?}");
+            assert!(
+                matches!(a.authenticate(&h, None), Ok(Identity::Master)),
+                "{h:?}"
+            );
         }
     }
 
     #[test]
     fn failures_are_401_without_the_key() {
         let a = Authenticator::new(Some("sk-master"), None);
-        assert_eq!(a.authenticate(&HeaderMap::new()), Err(AuthError::Missing));
         assert_eq!(
-            a.authenticate(&headers(&[("authorization", "sk-master")])),
-            Err(AuthError::Malformed)
+            a.authenticate(&HeaderMap::new(), None).unwrap_err(),
+            AuthError::Missing
+        );
+        assert_eq!(
+            a.authenticate(&headers(&[("authorization", "sk-master")]), None)
+                .unwrap_err(),
+            AuthError::Malformed
         );
         let err = a
-            .authenticate(&headers(&[("authorization", "Bearer sk-wrong-CANARY")]))
+            .authenticate(
+                &headers(&[("authorization", "Bearer sk-wrong-CANARY")]),
+                None,
+            )
             .unwrap_err();
         assert_eq!(err, AuthError::Invalid);
         let env = err.envelope();
@@ -173,12 +223,15 @@ mod tests {
     #[test]
     fn custom_header_and_open_mode() {
         let a = Authenticator::new(Some("k"), Some("x-my-key"));
-        assert_eq!(
-            a.authenticate(&headers(&[("x-my-key", "k")])),
+        assert!(matches!(
+            a.authenticate(&headers(&[("x-my-key", "k")]), None),
             Ok(Identity::Master)
-        );
+        ));
         let open = Authenticator::new(None, None);
         assert!(!open.requires_key());
-        assert_eq!(open.authenticate(&HeaderMap::new()), Ok(Identity::Open));
+        assert!(matches!(
+            open.authenticate(&HeaderMap::new(), None),
+            Ok(Identity::Open)
+        ));
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod auth;
 pub mod errors;
+pub mod gate;
 pub mod headers;
 pub mod mock_provider;
 pub mod pipeline;

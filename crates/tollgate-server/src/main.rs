@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use tollgate_server::gate::{Gate, StoreChoice};
 use tollgate_server::state::AppState;
 
 #[derive(Parser, Debug)]
@@ -138,7 +139,7 @@ fn run(cli: Cli) -> ExitCode {
         );
     }
     let state = match AppState::build(&loaded, &env) {
-        Ok(s) => Arc::new(s),
+        Ok(s) => s,
         Err(e) => {
             eprintln!("error: invalid config: {e}");
             return ExitCode::from(2);
@@ -173,6 +174,39 @@ fn run(cli: Cli) -> ExitCode {
             .local_addr()
             .map(|a| a.to_string())
             .unwrap_or_default();
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let mut writer = None;
+        let state = if loaded.master_key.is_some() {
+            let choice = match StoreChoice::from_config(&loaded.config, &path, &env) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: invalid config: general_settings.{e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let gate = match Gate::open(&loaded.config, &choice, &env).await {
+                Ok(g) => Arc::new(g),
+                Err(e) => {
+                    eprintln!("error: governance store ({}): {e}", choice.describe());
+                    return ExitCode::FAILURE;
+                }
+            };
+            // Only the encodings of configured OpenAI-family models are built (each costs
+            // tens of MB resident); other models are counted as bytes/4.
+            let encodings: Vec<_> = loaded
+                .config
+                .model_list
+                .iter()
+                .map(|e| tollgate_governance::tokens::Encoding::for_model(&e.litellm_params.model))
+                .collect();
+            tokio::task::spawn_blocking(move || encodings.into_iter().for_each(|e| e.warm_up()));
+            writer = Some(gate.spawn_write_behind(stop_rx));
+            tracing::info!(store = %choice.describe(), "governance on: virtual keys, budgets, limits, spend logs");
+            let admin = tollgate_server::gate::admin::context(&loaded.config, &state, &gate);
+            Arc::new(state.with_gate(gate).with_admin(admin))
+        } else {
+            Arc::new(state)
+        };
         tracing::info!(
             version = tollgate_server::VERSION,
             groups = state.router.public_names().count(),
@@ -180,7 +214,13 @@ fn run(cli: Cli) -> ExitCode {
             "Tollgate listening on http://{local}"
         );
         let drain = Duration::from_secs_f64(cli.drain_seconds.max(0.0));
-        match tollgate_server::serve::serve(state, listener, drain).await {
+        let served = tollgate_server::serve::serve(state, listener, drain).await;
+        // Flush spend counters and spend logs queued by the last requests.
+        let _ = stop_tx.send(true);
+        if let Some(w) = writer {
+            let _ = w.await;
+        }
+        match served {
             Ok(()) => {
                 tracing::info!("shut down");
                 ExitCode::SUCCESS

@@ -3,7 +3,10 @@
 //! 1. **authenticate**: credential header → identity ([`crate::auth`]); 401 otherwise.
 //! 2. **parse once**: `model`, `stream`, `stream_options`, `timeout` read from the top level;
 //!    everything else stays raw JSON ([`crate::request`]); 400 on malformed bodies.
-//! 3. **admit**: (governance, a later stage) model access, budgets and limits.
+//! 3. **admit** ([`crate::gate`], when governance runs): key/team aliases resolved, then model
+//!    access checked on the model group that will be called (403); per attempt, budgets and
+//!    RPM/TPM/parallel limits of every scope reserved atomically (422 / 429) — a refused
+//!    request never reaches the upstream.
 //! 4. **route**: model group → an attempt plan ([`tollgate_router`]: strategy, cooldowns,
 //!    retries, fallbacks); 404 `model_not_found`. Steps 5–6 run once per attempt; a stream is
 //!    retried or falls back only before its first byte reached the client.
@@ -13,8 +16,9 @@
 //! 6. **send and relay** ([`crate::relay`]): passthrough bytes go through unchanged (a copy
 //!    is scanned for usage) or are translated event by event; upstream errors keep their
 //!    status and are reshaped only when dialects differ; unreachable → 502, timeouts → 504.
-//! 7. **settle**: one [`CallRecord`] per call goes to the [`crate::relay::CallSink`], off the
-//!    client's critical path.
+//! 7. **settle**: one [`CallRecord`] per attempt goes to the [`crate::relay::CallSink`], which
+//!    settles its reservation with the actual usage and queues the spend-log row (written
+//!    behind in batches, never awaited here).
 //!
 //! Everything up to step 6 is the gateway's overhead: no lock is held across an await, nothing
 //! blocks, and nothing waits on a write.
@@ -27,11 +31,14 @@ use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::Value;
+use tollgate_governance::admission::{AdmitRequest, Estimate, Rejection, ScopeKey};
+use tollgate_governance::runtime::{Charge, Principal, RequestFacts, needs_token_count};
+use tollgate_governance::store::SpendLogRow;
 use tollgate_protocol::ErrorEnvelope;
 use tollgate_protocol::usage::{anthropic_response_usage, openai_response_usage};
 use tollgate_providers::Deployment;
 use tollgate_providers::UpstreamError;
-use tollgate_router::{FailureClass, Outcome, PlanEnd, RequestPolicy, RouteError};
+use tollgate_router::{FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, RouteError};
 use tollgate_translate::responses_to_chat::ResponseContext;
 use tollgate_translate::{
     RequestOptions, TranslateError, anthropic_to_chat, chat_to_anthropic, completions_to_anthropic,
@@ -39,16 +46,17 @@ use tollgate_translate::{
 };
 
 use crate::errors::GatewayError;
+use crate::gate::facts;
 use crate::headers::{CallHeaders, forward_upstream};
 use crate::mock_provider::{self, MockAnswer};
 use crate::plan::{Pair, Passthrough, Plan, plan};
-use crate::relay::CallRecord;
 use crate::relay::handlers::{
     AnthropicPassthrough, EventHandler, OpenAiPassthrough, ResponsesPassthrough, Translated,
     responses_usage,
 };
 use crate::relay::stream::{StreamRelay, UpstreamBytes};
 use crate::relay::unary::{MAX_ERROR_BODY, relay_body};
+use crate::relay::{CallRecord, Settled};
 use crate::request::{Endpoint, ParsedRequest};
 use crate::state::AppState;
 
@@ -118,15 +126,35 @@ async fn run(
     started: Instant,
 ) -> Result<Response, GatewayError> {
     // 1. authenticate
-    let _identity = state
+    let identity = state
         .auth
-        .authenticate(headers)
+        .authenticate(headers, state.gov())
         .map_err(|e| GatewayError::from(e.envelope()))?;
 
     // 2. parse once
     let req = ParsedRequest::parse(body, endpoint)?;
 
-    // 3. admit: governance (virtual keys, budgets, limits) plugs in here.
+    // 3. admit (model access now; budgets and limits per attempt below)
+    let principal = identity.principal();
+    let alias = principal.and_then(|p| p.alias(&req.model));
+    let routed: &str = alias.as_deref().unwrap_or(&req.model);
+    let mut governed = match &state.gate {
+        Some(gate) if endpoint != Endpoint::CountTokens => Some(Governed {
+            gate,
+            principal,
+            end_user: facts::end_user(headers, &req),
+            tags: facts::tags(headers, &req),
+            prompt_tokens: None,
+            max_output: facts::max_output_tokens(&req, endpoint),
+            started_at: chrono::Utc::now(),
+        }),
+        _ => None,
+    };
+    if let (Some(p), Some(gate)) = (principal, &state.gate)
+        && let Ok((group, _)) = state.router.resolve(routed)
+    {
+        check_access(gate, p, access_name(group, routed, 0), &req.model)?;
+    }
 
     // 4. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
     let policy = RequestPolicy {
@@ -146,19 +174,60 @@ async fn run(
     };
     let mut attempts = state
         .router
-        .plan(&req.model, policy)
+        .plan(routed, policy)
         .map_err(|e| route_error(state, e))?;
     let timeout_override = req
         .timeout_s
         .or_else(|| header_num(headers, "x-litellm-timeout"));
     let mut last: Option<Result<Response, GatewayError>> = None;
+    let mut seq: u32 = 0;
+    let mut rate_headers: Vec<(String, String)> = Vec::new();
+    let mut settled: Option<Settled> = None;
     while let Some(attempt) = attempts.next_attempt(Instant::now()) {
         tokio::time::sleep_until(attempt.not_before.into()).await;
         let dep: &Deployment = &attempt.deployment.deployment;
         ids.model_id = Some(dep.id.clone());
         ids.model_group = Some(attempt.group.name.clone());
+        // 3. admit this attempt (a fallback group is checked for access too)
+        let charge = match &mut governed {
+            Some(g) => match g.admit(
+                state,
+                &req,
+                endpoint,
+                AttemptInfo {
+                    group: attempt.group,
+                    fallback_index: attempt.fallback_index,
+                    routed,
+                    dep,
+                    upstream_model: &attempt.upstream_model,
+                    call_id: ids.call_id,
+                    seq,
+                },
+            ) {
+                Ok(c) => Some(c),
+                Err(e) if seq == 0 => return Err(e),
+                Err(e) => {
+                    attempts.report(
+                        &attempt,
+                        Outcome::Failure {
+                            class: FailureClass::BadRequest,
+                            retry_after: None,
+                        },
+                        Instant::now(),
+                    );
+                    last = Some(Err(e));
+                    break;
+                }
+            },
+            None => None,
+        };
+        if let Some(c) = &charge {
+            rate_headers = c.reservation.rate_limit_headers();
+        }
+        seq += 1;
         let sent = Instant::now();
         let mut failure = None;
+        settled = None;
         let result = attempt_once(
             state,
             Call {
@@ -172,8 +241,13 @@ async fn run(
                 timeout_override,
                 call_id: ids.call_id,
                 started,
+                charge,
+                started_at: governed
+                    .as_ref()
+                    .map_or_else(chrono::Utc::now, |g| g.started_at),
             },
             &mut failure,
+            &mut settled,
         )
         .await;
         let now = Instant::now();
@@ -215,7 +289,240 @@ async fn run(
             Err(e) => e.headers.push((HeaderName::from_static(name), v)),
         }
     }
+    if let Some(g) = &governed {
+        spend_headers(&mut result, g, settled, &rate_headers);
+    }
     result
+}
+
+/// Governance state of one request.
+struct Governed<'a> {
+    gate: &'a crate::gate::Gate,
+    principal: Option<&'a Principal>,
+    end_user: Option<String>,
+    tags: Vec<String>,
+    /// Counted once, at the first attempt that needs it.
+    prompt_tokens: Option<u64>,
+    max_output: Option<u64>,
+    started_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The attempt being admitted.
+struct AttemptInfo<'a> {
+    group: &'a Arc<ModelGroup>,
+    fallback_index: u32,
+    routed: &'a str,
+    dep: &'a Deployment,
+    upstream_model: &'a str,
+    call_id: &'a str,
+    seq: u32,
+}
+
+impl Governed<'_> {
+    /// Admits one attempt: access to its group (fallbacks), then every scope's budget and
+    /// limits, atomically. Errors: 403, 400 (blocked end user), 422 / 429 rejections.
+    #[allow(clippy::result_large_err)] // the refusal path is cold
+    fn admit(
+        &mut self,
+        state: &AppState,
+        req: &ParsedRequest<'_>,
+        endpoint: Endpoint,
+        a: AttemptInfo<'_>,
+    ) -> Result<Charge, GatewayError> {
+        let gov = &self.gate.gov;
+        if let Some(p) = self.principal
+            && a.fallback_index > 0
+        {
+            check_access(
+                self.gate,
+                p,
+                access_name(a.group, a.routed, a.fallback_index),
+                &req.model,
+            )?;
+        }
+        let scopes = gov
+            .scopes(
+                self.principal,
+                RequestFacts {
+                    end_user: self.end_user.as_deref(),
+                    tags: &self.tags,
+                    model_group: &a.group.name,
+                },
+            )
+            .map_err(|e| GatewayError::from(ErrorEnvelope::bad_request(e.to_string())))?;
+        let price = self.gate.price_for(a.dep, a.upstream_model);
+        let prompt = if needs_token_count(&scopes) {
+            *self
+                .prompt_tokens
+                .get_or_insert_with(|| facts::prompt_tokens(req, endpoint, a.upstream_model))
+        } else {
+            0
+        };
+        let estimate = Estimate::new(
+            gov.admission().config(),
+            price.as_ref(),
+            prompt,
+            self.max_output,
+        );
+        let key = self.principal.map(|p| &p.key);
+        let log = SpendLogRow {
+            request_id: if a.seq == 0 {
+                a.call_id.to_owned()
+            } else {
+                format!("{}-attempt-{}", a.call_id, a.seq)
+            },
+            call_type: endpoint.call_type().to_owned(),
+            api_key: key.map_or_else(
+                || {
+                    if state.auth.requires_key() {
+                        MASTER_KEY_ALIAS.to_owned()
+                    } else {
+                        String::new()
+                    }
+                },
+                |k| k.token.clone(),
+            ),
+            start_time: self.started_at,
+            end_time: self.started_at,
+            model: a.upstream_model.to_owned(),
+            model_id: Some(a.dep.id.clone()),
+            model_group: Some(a.group.name.clone()),
+            custom_llm_provider: Some(a.dep.provider.name.to_owned()),
+            api_base: Some(a.dep.base_url.clone()),
+            user: key.and_then(|k| k.user_id.clone()),
+            team_id: key.and_then(|k| k.team_id.clone()),
+            organization_id: key.and_then(|k| k.organization_id.clone()),
+            end_user: self.end_user.clone(),
+            request_tags: serde_json::json!(self.tags),
+            metadata: serde_json::json!({
+                "user_api_key_alias": key.and_then(|k| k.key_alias.clone()),
+                "user_api_key_team_id": key.and_then(|k| k.team_id.clone()),
+                "user_api_key_user_id": key.and_then(|k| k.user_id.clone()),
+                "attempt": a.seq,
+            }),
+            litellm_call_id: Some(a.call_id.to_owned()),
+            ..SpendLogRow::default()
+        };
+        gov.admit(
+            AdmitRequest {
+                request_id: Arc::from(a.call_id),
+                attempt: a.seq,
+                scopes,
+                estimate,
+            },
+            price,
+            log,
+        )
+        .map_err(rejection_error)
+    }
+}
+
+/// How spend-log rows name calls made with the master key (LiteLLM's alias, never the key).
+pub const MASTER_KEY_ALIAS: &str = "litellm-proxy-master-key";
+
+/// The name access is checked on: the model group, or for a wildcard group the concrete model
+/// the client named (B35, B36).
+fn access_name<'a>(group: &'a ModelGroup, routed: &'a str, fallback_index: u32) -> &'a str {
+    if group.wildcard && fallback_index == 0 {
+        routed
+    } else {
+        &group.name
+    }
+}
+
+/// 403 when the key may not call `name` (LiteLLM's wording and error types).
+#[allow(clippy::result_large_err)] // the refusal path is cold
+fn check_access(
+    gate: &crate::gate::Gate,
+    p: &Principal,
+    name: &str,
+    requested: &str,
+) -> Result<(), GatewayError> {
+    match p.model_denial(name, gate.gov.access_groups()) {
+        None => Ok(()),
+        Some(by) => Err(ErrorEnvelope::new(
+            403,
+            by.error_type(),
+            format!(
+                "The requested model '{requested}' is not available for this API key, or the model name is invalid. Call `/v1/models` to view the models available to your key."
+            ),
+        )
+        .with_param("model")
+        .with_code("403")
+        .into()),
+    }
+}
+
+/// A refused admission as an error response (status, type, message, `retry-after`,
+/// `x-ratelimit-*`).
+fn rejection_error(r: Rejection) -> GatewayError {
+    let mut e: GatewayError = ErrorEnvelope::new(r.status, r.error_type, r.message)
+        .with_code(r.status.to_string())
+        .into();
+    for (k, v) in r.headers {
+        if let (Ok(k), Ok(v)) = (HeaderName::try_from(k), HeaderValue::try_from(v)) {
+            e.headers.push((k, v));
+        }
+    }
+    e
+}
+
+/// `x-litellm-response-cost`, `x-litellm-key-spend` and the rate-limit headers.
+fn spend_headers(
+    result: &mut Result<Response, GatewayError>,
+    g: &Governed<'_>,
+    settled: Option<Settled>,
+    rate: &[(String, String)],
+) {
+    let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(rate.len() + 2);
+    if let Some(s) = settled {
+        out.push((
+            HeaderName::from_static("x-litellm-response-cost"),
+            float_header(s.cost_usd),
+        ));
+    }
+    let key_spend = settled.and_then(|s| s.key_spend).or_else(|| {
+        g.principal
+            .map(|p| g.gate.gov.spend_of(&ScopeKey::key(&p.key.token)))
+    });
+    if let Some(k) = key_spend {
+        out.push((
+            HeaderName::from_static("x-litellm-key-spend"),
+            float_header(k),
+        ));
+    }
+    if let Some(b) = g.principal.and_then(|p| p.key.max_budget) {
+        out.push((
+            HeaderName::from_static("x-litellm-key-max-budget"),
+            float_header(b),
+        ));
+    }
+    for (k, v) in rate {
+        if let (Ok(k), Ok(v)) = (
+            HeaderName::try_from(k.as_str()),
+            HeaderValue::try_from(v.as_str()),
+        ) {
+            out.push((k, v));
+        }
+    }
+    match result {
+        Ok(r) => {
+            for (k, v) in out {
+                r.headers_mut().insert(k, v);
+            }
+        }
+        Err(e) => {
+            for (k, v) in out {
+                if !e.headers.iter().any(|(n, _)| *n == k) {
+                    e.headers.push((k, v));
+                }
+            }
+        }
+    }
+}
+
+fn float_header(v: f64) -> HeaderValue {
+    HeaderValue::try_from(format!("{v}")).unwrap_or(HeaderValue::from_static("0"))
 }
 
 /// One upstream attempt's inputs.
@@ -230,6 +537,9 @@ struct Call<'a> {
     timeout_override: Option<f64>,
     call_id: &'a str,
     started: Instant,
+    /// The admitted attempt (governance on), settled when the call ends.
+    charge: Option<Charge>,
+    started_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// Plans, sends and relays one attempt. `failure` is set when the upstream failed (the
@@ -238,6 +548,7 @@ async fn attempt_once(
     state: &Arc<AppState>,
     call: Call<'_>,
     failure: &mut Option<(FailureClass, Option<Duration>)>,
+    settled: &mut Option<Settled>,
 ) -> Result<Response, GatewayError> {
     let Call {
         endpoint,
@@ -250,6 +561,8 @@ async fn attempt_once(
         timeout_override,
         call_id,
         started,
+        charge,
+        started_at,
     } = call;
     let dialect = endpoint.dialect();
     let timeouts = dep.timeouts.for_request(timeout_override);
@@ -267,6 +580,9 @@ async fn attempt_once(
         started,
         first_byte: None,
         ended: started,
+        started_at,
+        events_out: 0,
+        charge,
     };
 
     // 5. plan and build the upstream body
@@ -283,7 +599,7 @@ async fn attempt_once(
     let (path, upstream_body, relay) = match plan {
         Plan::LocalTokenCount => {
             let n = estimate_input_tokens(req);
-            finish(state, record);
+            *settled = finish(state, record);
             return Ok(json_response(
                 StatusCode::OK,
                 Bytes::from(format!("{{\"input_tokens\":{n}}}")),
@@ -343,7 +659,7 @@ async fn attempt_once(
         Err((err, class)) => {
             *failure = Some((class, None));
             record.status = err.envelope.status;
-            finish(state, record);
+            *settled = finish(state, record);
             return Err(err);
         }
     };
@@ -469,7 +785,7 @@ async fn attempt_once(
             if let Err(e) = &resp {
                 record.status = e.envelope.status;
             }
-            finish(state, record);
+            *settled = finish(state, record);
             resp
         }
     }
@@ -787,12 +1103,12 @@ fn estimate_input_tokens(req: &ParsedRequest<'_>) -> u64 {
     bytes.div_ceil(4) as u64
 }
 
-fn finish(state: &AppState, mut record: CallRecord) {
+fn finish(state: &AppState, mut record: CallRecord) -> Option<Settled> {
     record.ended = Instant::now();
     if record.first_byte.is_none() {
         record.first_byte = Some(record.ended);
     }
-    state.sink.record(record);
+    state.sink.record(record)
 }
 
 /// 404 for an unknown model (OpenAI's status and code; the SDKs raise `NotFoundError`), naming

@@ -14,6 +14,7 @@ use http::{HeaderMap, StatusCode};
 use serde_json::json;
 use tollgate_protocol::ErrorEnvelope;
 
+use crate::auth::Identity;
 use crate::errors::GatewayError;
 use crate::pipeline;
 use crate::request::Endpoint;
@@ -99,7 +100,7 @@ async fn get_response(
     h: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = s.auth.authenticate(&h) {
+    if let Err(e) = s.auth.authenticate(&h, s.gov()) {
         return GatewayError::from(e.envelope()).into_response();
     }
     match s.responses.get(&id) {
@@ -164,19 +165,63 @@ fn model_object(id: &str) -> serde_json::Value {
 /// `GET /v1/models`: OpenAI's list shape, with the model groups and aliases the caller may use
 /// (wildcard groups are never listed as ids; B41).
 async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
-    if let Err(e) = s.auth.authenticate(&h) {
-        return GatewayError::from(e.envelope()).into_response();
-    }
-    let data: Vec<_> = s.router.public_names().map(model_object).collect();
+    let identity = match s.auth.authenticate(&h, s.gov()) {
+        Ok(i) => i,
+        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+    };
+    let data: Vec<_> = visible_models(&s, &identity)
+        .iter()
+        .map(|n| model_object(n))
+        .collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// The model names the caller may call (B41): every configured group and router alias, plus
+/// the key's and its team's aliases, keeping only those whose target the key may use — the
+/// same check the inference routes make. Never a sentinel (`all-team-models`) or a pattern.
+fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
+    let mut names: Vec<String> = s.router.public_names().map(str::to_owned).collect();
+    let (Some(p), Some(gov)) = (identity.principal(), s.gov()) else {
+        return names;
+    };
+    let aliases = [
+        p.key.aliases.as_object(),
+        p.team
+            .as_ref()
+            .and_then(|t| t.metadata.get("model_aliases"))
+            .and_then(|v| v.as_object()),
+    ];
+    for m in aliases.into_iter().flatten() {
+        for a in m.keys() {
+            if !names.contains(a) {
+                names.push(a.clone());
+            }
+        }
+    }
+    names.retain(|n| {
+        let target = p.alias(n).unwrap_or_else(|| n.clone());
+        match s.router.resolve(&target) {
+            Ok((g, _)) => {
+                let name = if g.wildcard {
+                    target.as_str()
+                } else {
+                    g.name.as_str()
+                };
+                p.model_denial(name, gov.access_groups()).is_none()
+            }
+            Err(_) => false,
+        }
+    });
+    names
 }
 
 /// `GET /v1/models/{id}`.
 async fn model(State(s): State<Arc<AppState>>, h: HeaderMap, Path(id): Path<String>) -> Response {
-    if let Err(e) = s.auth.authenticate(&h) {
-        return GatewayError::from(e.envelope()).into_response();
-    }
-    if s.router.public_names().any(|n| n == id) {
+    let identity = match s.auth.authenticate(&h, s.gov()) {
+        Ok(i) => i,
+        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+    };
+    if visible_models(&s, &identity).contains(&id) {
         return axum::Json(model_object(&id)).into_response();
     }
     GatewayError::from(
@@ -203,10 +248,13 @@ async fn readiness(State(s): State<Arc<AppState>>) -> Response {
         )
             .into_response();
     }
-    axum::Json(
-        json!({"status": "healthy", "db": "Not connected", "litellm_version": crate::VERSION}),
-    )
-    .into_response()
+    let db = if s.gate.is_some() {
+        "connected"
+    } else {
+        "Not connected"
+    };
+    axum::Json(json!({"status": "healthy", "db": db, "litellm_version": crate::VERSION}))
+        .into_response()
 }
 
 async fn method_not_allowed(method: http::Method, uri: http::Uri) -> Response {

@@ -19,8 +19,8 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
 pub struct AppState {
     /// Model groups and deployment selection.
     pub router: Router,
-    /// The authentication step.
-    pub auth: Authenticator,
+    /// The authentication step (shared with the management API).
+    pub auth: Arc<Authenticator>,
     /// The pooled upstream client.
     pub client: UpstreamClient,
     /// Where finished calls are reported (settlement seam).
@@ -31,6 +31,30 @@ pub struct AppState {
     pub shutting_down: AtomicBool,
     /// Translated Responses API answers, for `previous_response_id` and `GET /v1/responses/{id}`.
     pub responses: Arc<dyn crate::response_store::ResponseStore>,
+    /// Governance (virtual keys, budgets, limits, spend), when it runs (a master key is set).
+    pub gate: Option<Arc<crate::gate::Gate>>,
+    /// The management API's context (mounted when governance runs).
+    pub admin: Option<crate::gate::admin::AdminHandle>,
+}
+
+impl AppState {
+    /// Turns governance on: admission and settlement through `gate`.
+    pub fn with_gate(mut self, gate: Arc<crate::gate::Gate>) -> Self {
+        self.sink = Arc::new(crate::gate::sink::GovernedSink::new(Arc::clone(&gate.gov)));
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Mounts the management API over `ctx`.
+    pub fn with_admin(mut self, ctx: Arc<tollgate_admin::AdminContext>) -> Self {
+        self.admin = Some(crate::gate::admin::AdminHandle(ctx));
+        self
+    }
+
+    /// The governance hub, if governance runs.
+    pub fn gov(&self) -> Option<&tollgate_governance::runtime::Governance> {
+        self.gate.as_deref().map(|g| g.gov.as_ref())
+    }
 }
 
 /// Why the state could not be built.
@@ -94,10 +118,10 @@ impl AppState {
             aliases,
             router_config,
         );
-        let auth = Authenticator::new(
+        let auth = Arc::new(Authenticator::new(
             loaded.master_key.as_ref().map(|k| k.expose()),
             config.general_settings.litellm_key_header_name.as_deref(),
-        );
+        ));
         Ok(AppState {
             router,
             auth,
@@ -107,6 +131,8 @@ impl AppState {
                 .unwrap_or(DEFAULT_MAX_REQUEST_BYTES),
             shutting_down: AtomicBool::new(false),
             responses: Arc::new(crate::response_store::MemoryResponseStore::default()),
+            gate: None,
+            admin: None,
         })
     }
 }

@@ -21,7 +21,13 @@ pub struct SpendLogQueue {
     rows: Mutex<VecDeque<SpendLogRow>>,
     capacity: usize,
     dropped: AtomicU64,
+    /// Woken when a full batch is waiting, so a burst is written at once rather than held
+    /// (in memory) until the next tick.
+    batch_ready: tokio::sync::Notify,
 }
+
+/// Rows queued that wake the writer before its next tick.
+pub const WAKE_AT_ROWS: usize = 500;
 
 impl SpendLogQueue {
     /// A queue holding at most `capacity` rows (at least 1).
@@ -30,6 +36,7 @@ impl SpendLogQueue {
             rows: Mutex::new(VecDeque::new()),
             capacity: capacity.max(1),
             dropped: AtomicU64::new(0),
+            batch_ready: tokio::sync::Notify::new(),
         }
     }
 
@@ -45,6 +52,9 @@ impl SpendLogQueue {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
         q.push_back(row);
+        if q.len() == WAKE_AT_ROWS {
+            self.batch_ready.notify_one();
+        }
     }
 
     /// Takes up to `max` rows, oldest first.
@@ -179,12 +189,17 @@ impl WriteBehind {
     /// Flushes every `interval` until `shutdown` turns true (or its sender is dropped), then
     /// flushes once more so nothing queued is lost. Errors are retried on the next tick.
     /// Shared (`Arc`) so readers of spend (the management API) can [`Self::flush`] first.
-    pub async fn run(self: Arc<Self>, interval: Duration, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    pub async fn run(
+        self: Arc<Self>,
+        interval: Duration,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) {
         let mut tick = tokio::time::interval(interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 _ = tick.tick() => { let _ = self.flush().await; }
+                _ = self.logs.batch_ready.notified() => { let _ = self.flush().await; }
                 changed = shutdown.changed() => {
                     if changed.is_err() || *shutdown.borrow() {
                         break;

@@ -13,10 +13,12 @@ pub mod unary;
 
 use std::time::Instant;
 
+use chrono::{DateTime, Utc};
+use tollgate_governance::runtime::Charge;
 use tollgate_protocol::Usage;
 
 /// How one upstream call ended. Delivered exactly once per call to the [`CallSink`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct CallRecord {
     /// `x-litellm-call-id`.
     pub call_id: String,
@@ -44,12 +46,28 @@ pub struct CallRecord {
     pub first_byte: Option<Instant>,
     /// When the call ended.
     pub ended: Instant,
+    /// Wall-clock time of `started` (spend logs).
+    pub started_at: DateTime<Utc>,
+    /// SSE events relayed to the client (bills output of a stream cut off before its usage).
+    pub events_out: u64,
+    /// The admitted attempt to settle (governance on).
+    pub charge: Option<Charge>,
+}
+
+/// What settlement reports back for the response headers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settled {
+    /// `x-litellm-response-cost`, USD.
+    pub cost_usd: f64,
+    /// `x-litellm-key-spend` after this call, USD (virtual keys).
+    pub key_spend: Option<f64>,
 }
 
 /// Receives every finished call. Must not block: implementations queue work.
 pub trait CallSink: Send + Sync + std::fmt::Debug {
-    /// Called once per call, from the request's task (or the stream's drop).
-    fn record(&self, record: CallRecord);
+    /// Called once per call, from the request's task (or the stream's drop). Returns the
+    /// settlement when the call was governed.
+    fn record(&self, record: CallRecord) -> Option<Settled>;
 }
 
 /// The default sink: one debug log line per call (no secrets: ids and counts only).
@@ -57,20 +75,26 @@ pub trait CallSink: Send + Sync + std::fmt::Debug {
 pub struct LogSink;
 
 impl CallSink for LogSink {
-    fn record(&self, r: CallRecord) {
-        tracing::debug!(
-            call_id = %r.call_id,
-            call_type = r.call_type,
-            model_group = %r.model_group,
-            deployment = %r.deployment_id,
-            status = r.status,
-            stream = r.stream,
-            prompt_tokens = r.usage.map(|u| u.prompt_tokens),
-            completion_tokens = r.usage.map(|u| u.completion_tokens),
-            client_disconnected = r.client_disconnected,
-            upstream_failed = r.upstream_failed,
-            duration_ms = r.ended.duration_since(r.started).as_secs_f64() * 1e3,
-            "call finished"
-        );
+    fn record(&self, r: CallRecord) -> Option<Settled> {
+        log_call(&r);
+        None
     }
+}
+
+/// One debug line per finished call: ids and counts only, never a key or a body.
+pub fn log_call(r: &CallRecord) {
+    tracing::debug!(
+        call_id = %r.call_id,
+        call_type = r.call_type,
+        model_group = %r.model_group,
+        deployment = %r.deployment_id,
+        status = r.status,
+        stream = r.stream,
+        prompt_tokens = r.usage.map(|u| u.prompt_tokens),
+        completion_tokens = r.usage.map(|u| u.completion_tokens),
+        client_disconnected = r.client_disconnected,
+        upstream_failed = r.upstream_failed,
+        duration_ms = r.ended.duration_since(r.started).as_secs_f64() * 1e3,
+        "call finished"
+    );
 }

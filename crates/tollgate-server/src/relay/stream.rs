@@ -115,9 +115,11 @@ impl StreamRelay {
         }
         if self.queue.len() > before
             && let Some(r) = self.record.as_mut()
-            && r.first_byte.is_none()
         {
-            r.first_byte = Some(Instant::now());
+            r.events_out += 1;
+            if r.first_byte.is_none() {
+                r.first_byte = Some(Instant::now());
+            }
         }
     }
 
@@ -197,8 +199,9 @@ mod tests {
     #[derive(Debug, Default)]
     struct Capture(Mutex<Vec<CallRecord>>);
     impl CallSink for Capture {
-        fn record(&self, r: CallRecord) {
+        fn record(&self, r: CallRecord) -> Option<crate::relay::Settled> {
             self.0.lock().unwrap().push(r);
+            None
         }
     }
 
@@ -218,6 +221,9 @@ mod tests {
             started: now,
             first_byte: None,
             ended: now,
+            started_at: chrono::Utc::now(),
+            events_out: 0,
+            charge: None,
         }
     }
 
@@ -238,7 +244,7 @@ mod tests {
             .collect::<Vec<_>>()
             .await
             .concat();
-        let recs = sink.0.lock().unwrap().clone();
+        let recs = std::mem::take(&mut *sink.0.lock().unwrap());
         (out, recs)
     }
 

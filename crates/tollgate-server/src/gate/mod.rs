@@ -1,0 +1,199 @@
+//! Governance on the request path: the [`Gate`] opens the governance store and cache at start
+//! and holds what the pipeline needs per attempt (prices per deployment); [`facts`] reads the
+//! request; [`sink::GovernedSink`] settles every attempt and queues its spend-log row.
+//!
+//! Governance runs when a master key is configured (virtual keys need one, as in LiteLLM); in
+//! no-auth dev mode nothing is metered.
+
+pub mod admin;
+pub mod facts;
+pub mod sink;
+pub mod storage;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use tollgate_config::{Config, ModelEntry};
+use tollgate_governance::admission::{AdmissionConfig, Limits};
+use tollgate_governance::pricing::{ModelPrice, PriceOverrides, PriceTable};
+use tollgate_governance::runtime::{AccessGroups, Governance, GovernanceOptions};
+use tollgate_governance::store::WriteBehind;
+use tollgate_providers::Deployment;
+
+pub use storage::StoreChoice;
+
+/// Spend-log rows written per transaction.
+pub const WRITE_BATCH: usize = 500;
+
+/// Why governance could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    /// `database_url` is not usable.
+    #[error("{0}")]
+    Config(String),
+    /// The database failed (opening, migrating, loading).
+    #[error(transparent)]
+    Store(#[from] tollgate_governance::store::StoreError),
+    /// The price map given by `LITELLM_MODEL_COST_MAP_URL` could not be read.
+    #[error("price map {source_name}: {message}")]
+    Prices {
+        /// File or URL.
+        source_name: String,
+        /// Why.
+        message: String,
+    },
+}
+
+/// How one deployment is priced.
+#[derive(Debug, Clone)]
+struct DeploymentPricing {
+    /// `model_info.base_model`, when set: the price-map entry to use whatever the request.
+    base_model: Option<String>,
+    overrides: PriceOverrides,
+}
+
+/// Governance as the pipeline uses it.
+pub struct Gate {
+    /// The governance hub (store, cache, counters, prices, spend-log queue).
+    pub gov: Arc<Governance>,
+    /// The write-behind (run by [`Gate::spawn_write_behind`]; flushed by spend reads).
+    pub write_behind: Arc<WriteBehind>,
+    pricing: HashMap<String, DeploymentPricing>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate").finish_non_exhaustive()
+    }
+}
+
+impl Gate {
+    /// Opens the store `choice`, migrates it, loads every entity, and prepares prices: the
+    /// built-in table, then the LiteLLM-format map named by env `LITELLM_MODEL_COST_MAP_URL`
+    /// (a file path, `file://` or `http(s)://` URL; it may also be set in the config's
+    /// `environment_variables`), then each deployment's `*_cost_per_token` overrides
+    /// (`litellm_params` over `model_info`).
+    ///
+    /// Errors: [`GateError`].
+    pub async fn open(
+        config: &Config,
+        choice: &StoreChoice,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, GateError> {
+        let mut prices = PriceTable::builtin();
+        if let Some(src) = env("LITELLM_MODEL_COST_MAP_URL").filter(|s| !s.is_empty()) {
+            prices.merge(load_price_map(&src).await?);
+        }
+        let store = choice.open().await?;
+        let gov = Arc::new(Governance::open(store, prices, options(config)).await?);
+        let write_behind = Arc::new(gov.write_behind(WRITE_BATCH));
+        let pricing = config
+            .model_list
+            .iter()
+            .map(|e| (e.deployment_id(), deployment_pricing(e)))
+            .collect();
+        Ok(Gate {
+            gov,
+            write_behind,
+            pricing,
+        })
+    }
+
+    /// Starts the write-behind: flushes every second until `shutdown` turns true, then once
+    /// more (graceful shutdown loses nothing queued).
+    pub fn spawn_write_behind(
+        &self,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let wb = Arc::clone(&self.write_behind);
+        tokio::spawn(wb.run(std::time::Duration::from_secs(1), shutdown))
+    }
+
+    /// The price of calling `upstream_model` on `dep`; `None` = unpriced (billed 0; the
+    /// spend-log row still has the tokens).
+    pub fn price_for(&self, dep: &Deployment, upstream_model: &str) -> Option<ModelPrice> {
+        let p = self.pricing.get(&dep.id);
+        let model = p
+            .and_then(|p| p.base_model.as_deref())
+            .unwrap_or(upstream_model);
+        let none = PriceOverrides::default();
+        let overrides = p.map_or(&none, |p| &p.overrides);
+        self.gov.price(Some(dep.provider.name), model, overrides)
+    }
+}
+
+fn options(config: &Config) -> GovernanceOptions {
+    let ls = &config.litellm_settings;
+    let mut admission = AdmissionConfig::default();
+    if let Some(s) = ls
+        .budget_exceeded_status_code
+        .filter(|s| (400..600).contains(s))
+    {
+        admission.budget_exceeded_status = s;
+    }
+    GovernanceOptions {
+        admission,
+        global: Limits {
+            max_budget: ls.max_budget,
+            budget_duration: ls.budget_duration.as_deref().and_then(|d| d.parse().ok()),
+            ..Limits::default()
+        },
+        access_groups: AccessGroups::from_pairs(config.model_list.iter().flat_map(|e| {
+            e.model_info
+                .access_groups
+                .iter()
+                .map(move |g| (g.as_str(), e.model_name.as_str()))
+        })),
+        ..GovernanceOptions::default()
+    }
+}
+
+fn deployment_pricing(e: &ModelEntry) -> DeploymentPricing {
+    let p = &e.litellm_params;
+    let i = &e.model_info;
+    let extra_f64 = |name: &str| {
+        p.extra
+            .0
+            .get(name)
+            .or_else(|| i.extra.0.get(name))
+            .and_then(serde_json::Value::as_f64)
+    };
+    DeploymentPricing {
+        base_model: i.base_model.clone().filter(|s| !s.is_empty()),
+        overrides: PriceOverrides {
+            input_cost_per_token: p.input_cost_per_token.or(i.input_cost_per_token),
+            output_cost_per_token: p.output_cost_per_token.or(i.output_cost_per_token),
+            cache_read_input_token_cost: p
+                .cache_read_input_token_cost
+                .or_else(|| extra_f64("cache_read_input_token_cost")),
+            cache_creation_input_token_cost: p
+                .cache_creation_input_token_cost
+                .or_else(|| extra_f64("cache_creation_input_token_cost")),
+            output_cost_per_reasoning_token: extra_f64("output_cost_per_reasoning_token"),
+            input_cost_per_request: extra_f64("input_cost_per_request"),
+        },
+    }
+}
+
+async fn load_price_map(src: &str) -> Result<PriceTable, GateError> {
+    let err = |message: String| GateError::Prices {
+        source_name: src.to_owned(),
+        message,
+    };
+    if src.starts_with("http://") || src.starts_with("https://") {
+        let text = reqwest::Client::new()
+            .get(src)
+            .timeout(std::time::Duration::from_secs(30))
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| err(e.to_string()))?
+            .text()
+            .await
+            .map_err(|e| err(e.to_string()))?;
+        return PriceTable::from_litellm_json(&text).map_err(|e| err(e.to_string()));
+    }
+    let path = src.strip_prefix("file://").unwrap_or(src);
+    PriceTable::load_litellm_file(Path::new(path)).map_err(|e| err(e.to_string()))
+}

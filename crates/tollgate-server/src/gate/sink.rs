@@ -1,0 +1,89 @@
+//! [`GovernedSink`]: settles each attempt exactly once with what it produced, and queues its
+//! spend-log row (written behind in batches).
+//!
+//! Billing policy (issue: governance, point 4):
+//! - complete answers: the provider's final cumulative usage (one record per attempt, B10);
+//! - a stream cut off by the client, or failing mid-way: the usage seen so far, with
+//!   completion tokens at least the number of content events relayed (each streamed delta
+//!   carries ≥ 1 token) and prompt tokens at least the admission count;
+//! - a failed attempt with no usage (upstream error before any output): nothing billed, the
+//!   reservation released.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use tollgate_governance::admission::ScopeKind;
+use tollgate_governance::pricing::Usage;
+use tollgate_governance::runtime::{CallOutcome, Charge, Governance};
+
+use crate::relay::{CallRecord, CallSink, Settled, log_call};
+
+/// The sink used when governance runs.
+#[derive(Debug)]
+pub struct GovernedSink {
+    gov: Arc<Governance>,
+}
+
+impl GovernedSink {
+    /// A sink settling on `gov`.
+    pub fn new(gov: Arc<Governance>) -> Self {
+        Self { gov }
+    }
+}
+
+impl CallSink for GovernedSink {
+    fn record(&self, mut r: CallRecord) -> Option<Settled> {
+        log_call(&r);
+        let charge = r.charge.take()?;
+        let usage = billed_usage(&r, &charge);
+        let wall = |i: Instant| -> DateTime<Utc> {
+            r.started_at
+                + chrono::Duration::from_std(i.saturating_duration_since(r.started))
+                    .unwrap_or_default()
+        };
+        let outcome = CallOutcome {
+            usage,
+            success: r.status < 400 && !r.upstream_failed,
+            end_time: wall(r.ended),
+            completion_start: r.first_byte.map(wall),
+        };
+        let s = self.gov.settle(charge, outcome)?;
+        Some(Settled {
+            cost_usd: s.cost_usd,
+            key_spend: s.spend_of(ScopeKind::Key),
+        })
+    }
+}
+
+/// The usage an attempt is billed for (see the module docs).
+pub fn billed_usage(r: &CallRecord, charge: &Charge) -> Option<Usage> {
+    let reported = r.usage.map(|u| Usage {
+        prompt_tokens: u.prompt_tokens,
+        completion_tokens: u.completion_tokens,
+        cached_tokens: u.cached_tokens,
+        cache_write_tokens: u.cache_write_tokens,
+        reasoning_tokens: u.reasoning_tokens,
+    });
+    let cut_off = r.client_disconnected || r.upstream_failed;
+    if !cut_off {
+        return match reported {
+            Some(u) => Some(u),
+            // a success without usage: the prompt as counted at admission
+            None if r.status < 400 => Some(Usage::new(
+                charge.reservation.estimate().prompt_tokens,
+                r.events_out,
+            )),
+            None => None,
+        };
+    }
+    if reported.is_none() && r.events_out == 0 && r.first_byte.is_none() {
+        return None;
+    }
+    let mut u = reported.unwrap_or_default();
+    u.prompt_tokens = u
+        .prompt_tokens
+        .max(charge.reservation.estimate().prompt_tokens);
+    u.completion_tokens = u.completion_tokens.max(r.events_out);
+    Some(u)
+}

@@ -1,0 +1,112 @@
+//! Where governance state lives: the embedded SQLite file by default, Postgres (LiteLLM's
+//! tables) when `general_settings.database_url` or `DATABASE_URL` names one.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tollgate_config::Config;
+use tollgate_governance::store::{GovernanceStore, PostgresStore, SqliteStore, StoreError};
+
+/// The database chosen from the config and environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// An SQLite file (created if missing).
+    Sqlite(PathBuf),
+    /// A Postgres URL (`postgres://…`; never logged: it may carry a password).
+    Postgres(String),
+}
+
+impl StoreChoice {
+    /// `general_settings.database_url`, else env `DATABASE_URL`: `postgres://` / `postgresql://`
+    /// → Postgres, `sqlite://PATH` / `sqlite:PATH` → that file. Without either: env
+    /// `TOLLGATE_DB_PATH`, else `tollgate.db` beside the config file.
+    ///
+    /// Errors: a URL with another scheme (message names the scheme only).
+    pub fn from_config(
+        config: &Config,
+        config_path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let url = config
+            .general_settings
+            .database_url
+            .as_ref()
+            .map(|s| s.expose().to_owned())
+            .filter(|s| !s.is_empty())
+            .or_else(|| env("DATABASE_URL").filter(|s| !s.is_empty()));
+        if let Some(url) = url {
+            if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                return Ok(StoreChoice::Postgres(url));
+            }
+            if let Some(p) = url
+                .strip_prefix("sqlite://")
+                .or_else(|| url.strip_prefix("sqlite:"))
+            {
+                return Ok(StoreChoice::Sqlite(PathBuf::from(p)));
+            }
+            let scheme = url.split(':').next().unwrap_or("");
+            return Err(format!(
+                "database_url: unsupported scheme `{scheme}` (use postgres:// or sqlite://PATH)"
+            ));
+        }
+        if let Some(p) = env("TOLLGATE_DB_PATH").filter(|s| !s.is_empty()) {
+            return Ok(StoreChoice::Sqlite(PathBuf::from(p)));
+        }
+        let dir = config_path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Ok(StoreChoice::Sqlite(dir.join("tollgate.db")))
+    }
+
+    /// What to print at start (the Postgres URL without credentials).
+    pub fn describe(&self) -> String {
+        match self {
+            StoreChoice::Sqlite(p) => format!("sqlite {}", p.display()),
+            StoreChoice::Postgres(url) => {
+                let host = url.rsplit('@').next().unwrap_or("");
+                let host = host.split_once("://").map_or(host, |(_, h)| h);
+                format!("postgres {host}")
+            }
+        }
+    }
+
+    /// Opens the store.
+    ///
+    /// Errors: the database's.
+    pub async fn open(&self) -> Result<Arc<dyn GovernanceStore>, StoreError> {
+        Ok(match self {
+            StoreChoice::Sqlite(p) => Arc::new(SqliteStore::open(&p.to_string_lossy()).await?),
+            StoreChoice::Postgres(url) => Arc::new(PostgresStore::connect(url).await?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choice_rules() {
+        let c = Config::default();
+        let none = |_: &str| None;
+        assert_eq!(
+            StoreChoice::from_config(&c, Path::new("/etc/tg/config.yaml"), &none).unwrap(),
+            StoreChoice::Sqlite(PathBuf::from("/etc/tg/tollgate.db"))
+        );
+        let pg = |k: &str| (k == "DATABASE_URL").then(|| "postgres://u:pw@db:5432/x".to_owned());
+        let choice = StoreChoice::from_config(&c, Path::new("c.yaml"), &pg).unwrap();
+        assert_eq!(choice.describe(), "postgres db:5432/x");
+        let bad = |k: &str| (k == "DATABASE_URL").then(|| "mysql://x".to_owned());
+        assert!(
+            StoreChoice::from_config(&c, Path::new("c.yaml"), &bad)
+                .unwrap_err()
+                .contains("`mysql`")
+        );
+        let lite = |k: &str| (k == "DATABASE_URL").then(|| "sqlite:///tmp/a.db".to_owned());
+        assert_eq!(
+            StoreChoice::from_config(&c, Path::new("c.yaml"), &lite).unwrap(),
+            StoreChoice::Sqlite(PathBuf::from("/tmp/a.db"))
+        );
+    }
+}
