@@ -20,7 +20,18 @@ pub const TOP_LEVEL_SECTIONS: &[&str] = &[
 pub const MODEL_ENTRY_IMPLEMENTED: &[&str] = &["model_name", "litellm_params", "model_info"];
 
 /// `model_info` keys acted on.
-pub const MODEL_INFO_IMPLEMENTED: &[&str] = &["id", "max_input_tokens"];
+pub const MODEL_INFO_IMPLEMENTED: &[&str] = &[
+    "id",
+    "max_input_tokens",
+    "base_model",
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "cache_read_input_token_cost",
+    "cache_creation_input_token_cost",
+    "output_cost_per_reasoning_token",
+    "input_cost_per_request",
+    "access_groups",
+];
 
 /// `litellm_settings` keys acted on.
 pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] = &[
@@ -30,6 +41,9 @@ pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] = &[
     "context_window_fallbacks",
     "content_policy_fallbacks",
     "default_fallbacks",
+    "max_budget",
+    "budget_duration",
+    "budget_exceeded_status_code",
 ];
 
 /// `general_settings` keys acted on (`litellm_key_header_name`: tollgate-server auth).
@@ -38,6 +52,8 @@ pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] = &[
     "max_request_size_mb",
     "max_response_size_mb",
     "litellm_key_header_name",
+    "database_url",
+    "disable_spend_logs",
 ];
 
 /// `router_settings` keys acted on (tollgate-server `state.rs`: timeouts fall back from the
@@ -61,6 +77,9 @@ pub const ROUTER_SETTINGS_IMPLEMENTED: &[&str] = &[
     "context_window_fallbacks",
     "content_policy_fallbacks",
     "default_fallbacks",
+    "max_budget",
+    "budget_duration",
+    "budget_exceeded_status_code",
 ];
 
 /// LiteLLM-internal `litellm_params` keys (class `LiteLLM_Params` in `litellm/types/router.py`)
@@ -98,14 +117,9 @@ pub const LITELLM_PARAMS_INTERNAL: &[&str] = &[
     "aws_batch_role_arn",
 ];
 
-/// `litellm_params` keys that are typed but not acted on yet (pricing lands with governance).
-pub const LITELLM_PARAMS_TYPED_UNIMPLEMENTED: &[&str] = &[
-    "input_cost_per_token",
-    "output_cost_per_token",
-    "cache_read_input_token_cost",
-    "cache_creation_input_token_cost",
-    "tags",
-];
+/// `litellm_params` keys that are typed but not acted on yet (the `*_cost*` price overrides
+/// are acted on by tollgate-server's `gate`).
+pub const LITELLM_PARAMS_TYPED_UNIMPLEMENTED: &[&str] = &["tags"];
 
 /// True for a LiteLLM-internal `litellm_params` key (see [`LITELLM_PARAMS_INTERNAL`]).
 pub fn is_internal_litellm_param(key: &str) -> bool {

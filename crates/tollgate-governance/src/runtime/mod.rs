@@ -44,6 +44,9 @@ pub struct GovernanceOptions {
     pub access_groups: AccessGroups,
     /// Bound of the spend-log queue, rows (oldest dropped beyond it, counted).
     pub spend_log_capacity: usize,
+    /// Write one spend-log row per attempt (`general_settings.disable_spend_logs: true` turns
+    /// the rows off; spend is still tracked).
+    pub spend_logs: bool,
 }
 
 impl Default for GovernanceOptions {
@@ -53,6 +56,7 @@ impl Default for GovernanceOptions {
             global: Limits::default(),
             access_groups: AccessGroups::default(),
             spend_log_capacity: 100_000,
+            spend_logs: true,
         }
     }
 }
@@ -254,7 +258,9 @@ impl Governance {
             }
             .to_owned(),
         );
-        self.logs.push(log);
+        if self.options.spend_logs {
+            self.logs.push(log);
+        }
         Some(settlement)
     }
 

@@ -145,6 +145,7 @@ fn options(config: &Config) -> GovernanceOptions {
                 .iter()
                 .map(move |g| (g.as_str(), e.model_name.as_str()))
         })),
+        spend_logs: config.general_settings.disable_spend_logs != Some(true),
         ..GovernanceOptions::default()
     }
 }
