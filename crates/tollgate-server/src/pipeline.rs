@@ -583,6 +583,7 @@ async fn attempt_once(
         started_at,
         events_out: 0,
         charge,
+        response_id: None,
     };
 
     // 5. plan and build the upstream body
@@ -729,6 +730,9 @@ async fn attempt_once(
             let upstream_anthropic = matches!(relay, Relay::Pass(Passthrough::Anthropic))
                 || matches!(relay, Relay::Translate(p) if p.upstream_is_anthropic());
             if status.is_success() {
+                if record.charge.is_some() {
+                    record.response_id = crate::relay::response_id(&body);
+                }
                 record.usage = if upstream_anthropic {
                     anthropic_response_usage(&body)
                 } else if matches!(relay, Relay::Pass(Passthrough::Responses)) {

@@ -35,7 +35,10 @@ impl GovernedSink {
 impl CallSink for GovernedSink {
     fn record(&self, mut r: CallRecord) -> Option<Settled> {
         log_call(&r);
-        let charge = r.charge.take()?;
+        let mut charge = r.charge.take()?;
+        if let Some(id) = r.response_id.take() {
+            charge.log.request_id = id;
+        }
         let usage = billed_usage(&r, &charge);
         let wall = |i: Instant| -> DateTime<Utc> {
             r.started_at

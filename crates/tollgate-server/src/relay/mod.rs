@@ -52,6 +52,29 @@ pub struct CallRecord {
     pub events_out: u64,
     /// The admitted attempt to settle (governance on).
     pub charge: Option<Charge>,
+    /// The upstream's response id (`chatcmpl-…`, `msg_…`, `resp_…`): the spend-log
+    /// `request_id`, as LiteLLM keys its rows (litellm-surface §6.3).
+    pub response_id: Option<String>,
+}
+
+/// The response id in a JSON answer or stream event: top-level `id`, else `message.id`
+/// (Anthropic `message_start`) or `response.id` (Responses events). Other members are
+/// skipped without being built.
+pub fn response_id(json: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        id: Option<String>,
+        message: Option<Id>,
+        response: Option<Id>,
+    }
+    let d: Doc = serde_json::from_slice(json).ok()?;
+    d.id.or(d.message.and_then(|m| m.id))
+        .or(d.response.and_then(|r| r.id))
+        .filter(|s| !s.is_empty())
 }
 
 /// What settlement reports back for the response headers.
@@ -97,4 +120,31 @@ pub fn log_call(r: &CallRecord) {
         duration_ms = r.ended.duration_since(r.started).as_secs_f64() * 1e3,
         "call finished"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::response_id;
+
+    #[test]
+    fn response_ids_of_each_dialect() {
+        assert_eq!(
+            response_id(
+                br#"{"choices":[{"message":{"tool_calls":[{"id":"call_1"}]}}],"id":"chatcmpl-9"}"#
+            )
+            .as_deref(),
+            Some("chatcmpl-9")
+        );
+        assert_eq!(
+            response_id(br#"{"type":"message_start","message":{"id":"msg_1","usage":{}}}"#)
+                .as_deref(),
+            Some("msg_1")
+        );
+        assert_eq!(
+            response_id(br#"{"type":"response.created","response":{"id":"resp_1"}}"#).as_deref(),
+            Some("resp_1")
+        );
+        assert_eq!(response_id(b"[DONE]"), None);
+        assert_eq!(response_id(br#"{"id":""}"#), None);
+    }
 }

@@ -107,6 +107,13 @@ impl StreamRelay {
             return;
         }
         let before = self.queue.len();
+        if let Some(r) = self.record.as_mut()
+            && r.charge.is_some()
+            && r.response_id.is_none()
+            && r.events_out == 0
+        {
+            r.response_id = super::response_id(super::handlers::data_payload(&ev.raw));
+        }
         if let Step::End { failed } = self.handler.on_event(ev, &mut self.queue) {
             self.saw_end = true;
             if failed && let Some(r) = self.record.as_mut() {
@@ -224,6 +231,7 @@ mod tests {
             started_at: chrono::Utc::now(),
             events_out: 0,
             charge: None,
+            response_id: None,
         }
     }
 
