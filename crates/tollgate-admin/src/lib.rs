@@ -9,6 +9,45 @@
 //! in-process cache and the admission counters, so it is in force on the very next inference
 //! request. No HTTP client here; the server mounts [`router`] beside its inference routes and
 //! provides the caller's identity ([`Authorize`]) and the model catalogue ([`ModelRegistry`]).
+//!
+//! | file | routes |
+//! |---|---|
+//! | `keys.rs`, `key_reads.rs` | `/key/generate|update|delete|regenerate|block|unblock`, `/key/{key}/regenerate`, `/key/{key}/reset_spend`; `/key/info`, `/key/list` |
+//! | `teams.rs`, `team_reads.rs`, `team_members.rs` | `/team/new|update|delete|block|unblock`; `/team/info`, `/team/list`; `/team/member_add|member_update|member_delete` |
+//! | `users.rs` | `/user/new|update|delete|info|list` |
+//! | `customers.rs` | `/customer/*` and `/end_user/*`: `new|update|delete|block|unblock|info|list` |
+//! | `budgets.rs` | `/budget/new|update|info|list|delete` |
+//! | `spend.rs` | `/spend/logs`, `/global/spend`, `/global/spend/report` |
+//! | `models.rs` | `/model/info`, `/v1/model/info`, `/model/new`, `/model/delete` |
+//!
+//! Shared pieces: `access.rs` (roles → 403), `error.rs` (error JSON), `extract.rs` (bodies,
+//! queries, durations), `write.rs` (store-then-cache batches), `live.rs` (live spend and budget
+//! windows from the admission counters), `members.rs` (team membership rules),
+//! `key_fields.rs` / `key_view.rs` (key request fields and key JSON).
+//!
+//! Errors are LiteLLM's `{"error": {"message", "type", "param": null, "code": "<status>"}}`
+//! ([`ApiError`]). No raw key is ever logged, stored or returned, except the new key in the
+//! `/key/generate`, `/key/regenerate` and `/user/new` responses; request bodies are never
+//! logged.
+
+mod access;
+mod budgets;
+mod customers;
+pub mod error;
+mod extract;
+mod key_fields;
+mod key_reads;
+mod key_view;
+mod keys;
+mod live;
+mod members;
+mod models;
+mod spend;
+mod team_members;
+mod team_reads;
+mod teams;
+mod users;
+mod write;
 
 use std::sync::Arc;
 
@@ -16,6 +55,8 @@ use http::HeaderMap;
 use serde_json::Value;
 use tollgate_governance::runtime::{Governance, Principal};
 use tollgate_governance::store::WriteBehind;
+
+pub use error::{ApiError, ApiResult};
 
 /// Who calls a management route.
 #[derive(Debug, Clone)]
@@ -69,4 +110,21 @@ pub struct AdminContext {
     pub models: Arc<dyn ModelRegistry>,
     /// The write-behind, flushed before spend reads so they include every settled call.
     pub write_behind: Arc<WriteBehind>,
+}
+
+/// The management API: every route above, with `ctx` as state (axum 0.8). The server merges it
+/// beside its inference routes; each handler authenticates through [`AdminContext::auth`].
+pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
+    axum::Router::new()
+        .merge(keys::routes())
+        .merge(key_reads::routes())
+        .merge(teams::routes())
+        .merge(team_reads::routes())
+        .merge(team_members::routes())
+        .merge(users::routes())
+        .merge(customers::routes())
+        .merge(budgets::routes())
+        .merge(spend::routes())
+        .merge(models::routes())
+        .with_state(ctx)
 }

@@ -1,0 +1,146 @@
+//! Request parsing shared by the routes: JSON bodies and query strings with LiteLLM's 400 on
+//! malformed input, duration strings, per-model budget maps, and entity rows as JSON objects.
+
+use axum::extract::Query;
+use chrono::{DateTime, NaiveDate, Utc};
+use http::Uri;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use tollgate_governance::duration::BudgetDuration;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Parses a JSON body; an empty body is `{}` (LiteLLM accepts `POST /key/generate` without
+/// one). Errors: 400 with serde's reason (scrubbed of keys).
+pub(crate) fn body<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    let src: &[u8] = if bytes.trim_ascii().is_empty() {
+        b"{}"
+    } else {
+        bytes
+    };
+    serde_json::from_slice(src)
+        .map_err(|e| ApiError::bad_request(format!("Invalid request body: {e}")))
+}
+
+/// Parses the query string. Errors: 400.
+pub(crate) fn query<T: DeserializeOwned>(uri: &Uri) -> ApiResult<T> {
+    Query::<T>::try_from_uri(uri)
+        .map(|q| q.0)
+        .map_err(|e| ApiError::bad_request(format!("Invalid query parameters: {}", e.body_text())))
+}
+
+/// Parses an optional LiteLLM duration (`30s` … `1mo`) of field `field`. Errors: 400.
+pub(crate) fn duration(field: &str, v: Option<&str>) -> ApiResult<Option<BudgetDuration>> {
+    v.map(|s| {
+        s.parse::<BudgetDuration>()
+            .map_err(|e| ApiError::bad_request(format!("Invalid {field}: {e}")))
+    })
+    .transpose()
+}
+
+/// Checks a `model_max_budget` map: `{"<model>": {"max_budget": <USD>, "budget_duration":
+/// "<duration>"}}` (what `tollgate_governance::store::model_limits` reads). Errors: 400.
+pub(crate) fn model_max_budget(m: &Map<String, Value>) -> ApiResult<()> {
+    for (model, v) in m {
+        let Some(o) = v.as_object() else {
+            return Err(ApiError::bad_request(format!(
+                "Invalid model_max_budget[{model}]: expected {{\"max_budget\": <float>, \"budget_duration\": <str>}}"
+            )));
+        };
+        if let Some(b) = o.get("max_budget")
+            && !(b.is_number() || b.is_null())
+        {
+            return Err(ApiError::bad_request(format!(
+                "Invalid model_max_budget[{model}].max_budget: expected a number (USD)"
+            )));
+        }
+        match o.get("budget_duration") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(d)) => {
+                duration(
+                    &format!("model_max_budget[{model}].budget_duration"),
+                    Some(d),
+                )?;
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid model_max_budget[{model}].budget_duration: expected a string"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An entity row as a JSON object (LiteLLM field names, from the row's serde derive).
+pub(crate) fn object<T: Serialize>(row: &T) -> Map<String, Value> {
+    match serde_json::to_value(row) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// A start/end date parameter: `YYYY-MM-DD` (LiteLLM's format; an end date covers its whole
+/// day) or RFC 3339. Errors: 400.
+pub(crate) fn date(
+    field: &str,
+    v: Option<&str>,
+    end_of_day: bool,
+) -> ApiResult<Option<DateTime<Utc>>> {
+    let Some(s) = v.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(Some(t.with_timezone(&Utc)));
+    }
+    let d = NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| {
+        ApiError::bad_request(format!("Invalid {field}: expected YYYY-MM-DD or RFC 3339"))
+    })?;
+    let t = if end_of_day {
+        d.and_hms_milli_opt(23, 59, 59, 999)
+    } else {
+        d.and_hms_opt(0, 0, 0)
+    };
+    Ok(t.map(|t| t.and_utc()))
+}
+
+/// A timestamp as entity rows serialize it (RFC 3339, `Z`).
+pub(crate) fn time(t: DateTime<Utc>) -> Value {
+    serde_json::to_value(t).unwrap_or(Value::Null)
+}
+
+/// A fresh entity id (LiteLLM uses `uuid4` for teams, budgets and users it creates).
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dates_and_durations() {
+        let end = date("end_date", Some("2026-03-14"), true).unwrap().unwrap();
+        assert_eq!(end.to_rfc3339(), "2026-03-14T23:59:59.999+00:00");
+        assert!(date("start_date", Some("14/03/2026"), false).is_err());
+        assert_eq!(date("start_date", None, false).unwrap(), None);
+        assert_eq!(
+            duration("budget_duration", Some("1mo")).unwrap(),
+            Some(BudgetDuration::Months(1))
+        );
+        let e = duration("budget_duration", Some("1y")).unwrap_err();
+        assert_eq!(e.status, http::StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn model_max_budget_shape() {
+        let ok = json!({"gpt-4o": {"max_budget": 2.5, "budget_duration": "1d"}});
+        assert!(model_max_budget(ok.as_object().unwrap()).is_ok());
+        let bad = json!({"gpt-4o": 2.5});
+        assert!(model_max_budget(bad.as_object().unwrap()).is_err());
+        let bad = json!({"gpt-4o": {"budget_duration": "1 day"}});
+        assert!(model_max_budget(bad.as_object().unwrap()).is_err());
+    }
+}

@@ -1,0 +1,284 @@
+//! The fields of `/key/generate`, `/key/update` and `/key/regenerate` (LiteLLM's
+//! `GenerateKeyRequest` / `UpdateKeyRequest`, litellm-surface §4.3) and how they land on a
+//! `"LiteLLM_VerificationToken"` row.
+//!
+//! Units: budgets in USD, `tpm_limit` in tokens (input + output) per minute, `rpm_limit` in
+//! requests per minute. `model_rpm_limit`, `model_tpm_limit` and `tags` are kept in `metadata`
+//! as LiteLLM does; `soft_budget` lives on a budget tier (`budget_id`), created for the key when
+//! it has none. Absent or `null` fields leave the row as it is (LiteLLM's `exclude_none`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use tollgate_governance::runtime::Entities;
+use tollgate_governance::store::{BudgetTier, VerificationToken};
+
+use crate::error::{ApiError, ApiResult};
+use crate::extract;
+
+/// Body of the key routes. No `Debug`: `key` / `new_key` may hold a plaintext key.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct KeyFields {
+    /// `/key/generate`: a custom `sk-…` key; other routes: the key or its hash.
+    pub key: Option<String>,
+    /// `/key/regenerate`: a custom new key.
+    pub new_key: Option<String>,
+    pub key_alias: Option<String>,
+    /// Expiry from now (`30s` … `1mo`); `"-1"` = never.
+    pub duration: Option<String>,
+    pub models: Option<Vec<String>>,
+    pub aliases: Option<BTreeMap<String, String>>,
+    pub config: Option<Map<String, Value>>,
+    pub permissions: Option<Map<String, Value>>,
+    pub spend: Option<f64>,
+    pub max_budget: Option<f64>,
+    pub soft_budget: Option<f64>,
+    pub budget_duration: Option<String>,
+    pub budget_id: Option<String>,
+    pub tpm_limit: Option<i64>,
+    pub rpm_limit: Option<i64>,
+    pub max_parallel_requests: Option<i64>,
+    pub model_max_budget: Option<Map<String, Value>>,
+    pub model_rpm_limit: Option<BTreeMap<String, u64>>,
+    pub model_tpm_limit: Option<BTreeMap<String, u64>>,
+    pub metadata: Option<Map<String, Value>>,
+    pub blocked: Option<bool>,
+    pub user_id: Option<String>,
+    pub team_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub key_type: Option<String>,
+}
+
+/// What applying the fields needs beyond the row.
+#[derive(Debug, Default)]
+pub(crate) struct KeyPlan {
+    /// A budget tier to write with the key (its `soft_budget`).
+    pub tier: Option<BudgetTier>,
+    /// True when `budget_duration` was set: the key's window restarts at `budget_reset_at`.
+    pub window: bool,
+}
+
+/// `key_type` values LiteLLM accepts.
+const KEY_TYPES: [&str; 4] = ["llm_api", "management", "read_only", "default"];
+
+/// An empty JSON object (LiteLLM's default for the key's JSON columns).
+pub(crate) fn empty() -> Value {
+    Value::Object(Map::new())
+}
+
+/// A new key row with LiteLLM's defaults.
+pub(crate) fn new_row(
+    token: String,
+    key_name: String,
+    now: DateTime<Utc>,
+    by: &str,
+) -> VerificationToken {
+    VerificationToken {
+        token,
+        key_name: Some(key_name),
+        aliases: empty(),
+        config: empty(),
+        permissions: empty(),
+        model_max_budget: empty(),
+        model_spend: empty(),
+        metadata: empty(),
+        created_at: Some(now),
+        created_by: Some(by.to_owned()),
+        updated_at: Some(now),
+        updated_by: Some(by.to_owned()),
+        ..VerificationToken::default()
+    }
+}
+
+impl KeyFields {
+    /// Applies the fields to `row` at `now`, checking references against the cache.
+    /// `creating` = `/key/generate` (metadata replaced rather than merged).
+    ///
+    /// Errors: 400 for a bad duration, an unknown `team_id` / `budget_id` /
+    /// `organization_id`, a `key_alias` another key has, an unknown `key_type`, a bad
+    /// `model_max_budget`.
+    pub fn apply(
+        &self,
+        e: &Entities,
+        row: &mut VerificationToken,
+        now: DateTime<Utc>,
+        by: &str,
+        creating: bool,
+    ) -> ApiResult<KeyPlan> {
+        let mut plan = KeyPlan::default();
+        if let Some(a) = &self.key_alias {
+            if e.keys
+                .values()
+                .any(|k| k.token != row.token && k.key_alias.as_deref() == Some(a.as_str()))
+            {
+                return Err(ApiError::bad_request(format!(
+                    "Unique key aliases across all keys are required. key_alias={a} already exists"
+                )));
+            }
+            row.key_alias = Some(a.clone());
+        }
+        match self.duration.as_deref() {
+            None => {}
+            Some("-1") => row.expires = None,
+            Some(d) => {
+                row.expires = extract::duration("duration", Some(d))?.map(|d| d.add_to(now));
+            }
+        }
+        if let Some(d) = extract::duration("budget_duration", self.budget_duration.as_deref())? {
+            row.budget_duration = Some(d.to_string());
+            row.budget_reset_at = Some(d.next_reset(now));
+            plan.window = true;
+        }
+        if let Some(id) = &self.budget_id {
+            if !e.budgets.contains_key(id) {
+                return Err(ApiError::bad_request(format!(
+                    "budget_id={id} does not exist; create it with /budget/new"
+                )));
+            }
+            row.budget_id = Some(id.clone());
+        }
+        if let Some(t) = &self.team_id {
+            if !e.teams.contains_key(t) {
+                return Err(ApiError::bad_request(format!(
+                    "Team not found, passed team_id={t}"
+                )));
+            }
+            row.team_id = Some(t.clone());
+        }
+        if let Some(o) = &self.organization_id {
+            if !e.organizations.contains_key(o) {
+                return Err(ApiError::bad_request(format!(
+                    "Organization not found, passed organization_id={o}"
+                )));
+            }
+            row.organization_id = Some(o.clone());
+        }
+        if let Some(t) = &self.key_type {
+            if !KEY_TYPES.contains(&t.as_str()) {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid key_type={t}; expected one of {KEY_TYPES:?}"
+                )));
+            }
+            row.key_type = Some(t.clone());
+        }
+        if let Some(m) = &self.model_max_budget {
+            extract::model_max_budget(m)?;
+            row.model_max_budget = Value::Object(m.clone());
+        }
+        if let Some(m) = &self.models {
+            row.models = m.clone();
+        }
+        if let Some(a) = &self.aliases {
+            row.aliases = Value::Object(
+                a.iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect(),
+            );
+        }
+        if let Some(c) = &self.config {
+            row.config = Value::Object(c.clone());
+        }
+        if let Some(p) = &self.permissions {
+            row.permissions = Value::Object(p.clone());
+        }
+        if let Some(s) = self.spend {
+            row.spend = s;
+        }
+        if let Some(b) = self.max_budget {
+            row.max_budget = Some(b);
+        }
+        if let Some(v) = self.tpm_limit {
+            row.tpm_limit = Some(v);
+        }
+        if let Some(v) = self.rpm_limit {
+            row.rpm_limit = Some(v);
+        }
+        if let Some(v) = self.max_parallel_requests {
+            row.max_parallel_requests = Some(v);
+        }
+        if let Some(b) = self.blocked {
+            row.blocked = Some(b);
+        }
+        if let Some(u) = &self.user_id {
+            row.user_id = Some(u.clone());
+        }
+        row.metadata = self.metadata_onto(&row.metadata, creating);
+        if let Some(soft) = self.soft_budget {
+            plan.tier = Some(soft_budget_tier(e, row, soft, now, by));
+            row.budget_id = plan.tier.as_ref().map(|t| t.budget_id.clone());
+        }
+        row.updated_at = Some(now);
+        row.updated_by = Some(by.to_owned());
+        Ok(plan)
+    }
+
+    /// The key's new metadata: the body's `metadata` (merged into the old one on updates, as
+    /// LiteLLM's `prepare_metadata_fields`), then `model_rpm_limit`, `model_tpm_limit`, `tags`.
+    fn metadata_onto(&self, old: &Value, creating: bool) -> Value {
+        let mut m = match (creating, old) {
+            (false, Value::Object(o)) => o.clone(),
+            _ => Map::new(),
+        };
+        if let Some(new) = &self.metadata {
+            for (k, v) in new {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        let limits = |l: &BTreeMap<String, u64>| {
+            Value::Object(
+                l.iter()
+                    .map(|(k, v)| (k.clone(), Value::from(*v)))
+                    .collect(),
+            )
+        };
+        if let Some(l) = &self.model_rpm_limit {
+            m.insert("model_rpm_limit".into(), limits(l));
+        }
+        if let Some(l) = &self.model_tpm_limit {
+            m.insert("model_tpm_limit".into(), limits(l));
+        }
+        if let Some(t) = &self.tags {
+            m.insert("tags".into(), Value::from(t.clone()));
+        }
+        Value::Object(m)
+    }
+}
+
+/// The tier holding a key's `soft_budget`: its linked tier with the new value, else a new one
+/// (LiteLLM's `/key/generate` creates a `LiteLLM_BudgetTable` row for `soft_budget`).
+fn soft_budget_tier(
+    e: &Entities,
+    row: &VerificationToken,
+    soft: f64,
+    now: DateTime<Utc>,
+    by: &str,
+) -> BudgetTier {
+    match e.budget(row.budget_id.as_deref()) {
+        Some(t) => BudgetTier {
+            soft_budget: Some(soft),
+            updated_at: Some(now),
+            updated_by: Some(by.to_owned()),
+            ..BudgetTier::clone(t)
+        },
+        None => BudgetTier {
+            budget_id: extract::new_id(),
+            soft_budget: Some(soft),
+            model_max_budget: empty(),
+            created_at: Some(now),
+            created_by: Some(by.to_owned()),
+            updated_at: Some(now),
+            updated_by: Some(by.to_owned()),
+            ..BudgetTier::default()
+        },
+    }
+}
+
+/// The tier of a row, if linked (for `litellm_budget_table`).
+pub(crate) fn tier_of(e: &Entities, budget_id: Option<&str>) -> Option<Arc<BudgetTier>> {
+    e.budget(budget_id).cloned()
+}

@@ -1,0 +1,426 @@
+//! Virtual key writes (litellm-surface §4.3): `POST /key/generate`, `/key/update`,
+//! `/key/delete`, `/key/regenerate` (and `/key/{key}/regenerate`), `/key/block`,
+//! `/key/unblock`, `/key/{key}/reset_spend`. Admin only.
+//!
+//! Keys are `sk-` + 22 random URL-safe characters ([`SecretKey::generate`]) or a custom `sk-…`
+//! `key`; only the hex SHA-256 (`token`) and the masked form (`key_name`, `sk-...abcd`) are
+//! stored. The plaintext appears in the `/key/generate` and `/key/regenerate` responses only.
+//! Routes that name a key accept the key or its 64-hex hash.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::routing::post;
+use axum::{Json, Router};
+use http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tollgate_governance::admission::ScopeKey;
+use tollgate_governance::store::{SecretKey, VerificationToken, hash_key, is_key_hash};
+
+use crate::error::{ApiError, ApiResult};
+use crate::key_fields::{KeyFields, new_row};
+use crate::write::Batch;
+use crate::{AdminContext, access, extract, key_view, live};
+
+/// The key routes that write.
+pub(crate) fn routes() -> Router<Arc<AdminContext>> {
+    Router::new()
+        .route("/key/generate", post(generate))
+        .route("/key/update", post(update))
+        .route("/key/delete", post(delete))
+        .route("/key/regenerate", post(regenerate))
+        .route("/key/{key}/regenerate", post(regenerate_path))
+        .route("/key/block", post(block))
+        .route("/key/unblock", post(unblock))
+        .route("/key/{key}/reset_spend", post(reset_spend))
+}
+
+/// The stored hash of a key given as `sk-…` or as its hash. Errors: 400 for anything else.
+pub(crate) fn key_hash(s: &str) -> ApiResult<String> {
+    if s.starts_with("sk-") {
+        Ok(hash_key(s))
+    } else if is_key_hash(s) {
+        Ok(s.to_owned())
+    } else {
+        Err(ApiError::bad_request(
+            "Invalid key: expected a virtual key (sk-...) or its SHA-256 hash",
+        ))
+    }
+}
+
+/// The cached key with this hash. Errors: 404.
+pub(crate) fn cached(ctx: &AdminContext, hash: &str) -> ApiResult<Arc<VerificationToken>> {
+    ctx.gov
+        .cache()
+        .read()
+        .keys
+        .get(hash)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(format!("Key not found. token={hash}")))
+}
+
+/// A plaintext key from a body field: `sk-…` or 400.
+fn custom_key(field: &str, k: &str) -> ApiResult<SecretKey> {
+    if k.starts_with("sk-") {
+        Ok(SecretKey::new(k))
+    } else {
+        Err(ApiError::bad_request(format!(
+            "Invalid {field}: a LiteLLM virtual key must start with 'sk-'"
+        )))
+    }
+}
+
+/// Writes `row` (and the key's new tier) store first, then cache; then starts its budget
+/// window / sets its spend in the counters when `counters`.
+async fn save(
+    ctx: &AdminContext,
+    row: &VerificationToken,
+    tier: Option<tollgate_governance::store::BudgetTier>,
+    replaces: Option<(&str, String)>,
+    counters: bool,
+) -> ApiResult<()> {
+    let mut batch = Batch {
+        keys: vec![row.clone()],
+        budgets: tier.into_iter().collect(),
+        ..Batch::default()
+    };
+    if let Some((old, by)) = replaces {
+        batch.delete_keys.push(old.to_owned());
+        batch.deleted_by = Some(by);
+    }
+    batch.commit(&ctx.gov).await?;
+    if counters {
+        live::set(
+            &ctx.gov,
+            &ScopeKey::key(&row.token),
+            row.spend,
+            row.budget_reset_at,
+        );
+    }
+    Ok(())
+}
+
+/// `POST /key/generate`: a new key from LiteLLM's `GenerateKeyRequest` fields; returns
+/// `GenerateKeyResponse` (the fields, `key` once, `token_id`, `key_name`, `expires`,
+/// `created_at`, `created_by`, `litellm_budget_table`). Errors: 400 (bad body, custom key not
+/// `sk-…`, duplicate key or alias, unknown team / budget), 401, 403, 500.
+async fn generate(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let who = access::admin(&ctx, &headers, "/key/generate")?;
+    let req: KeyFields = extract::body(&body)?;
+    let secret = match &req.key {
+        None => SecretKey::generate(),
+        Some(k) => custom_key("key", k)?,
+    };
+    let gov = &ctx.gov;
+    let now = gov.admission().now();
+    let by = who.actor();
+    let mut row = new_row(secret.hash(), secret.masked(), now, &by);
+    let plan = {
+        let e = gov.cache().read();
+        if e.keys.contains_key(&row.token) {
+            return Err(ApiError::bad_request("Key already exists"));
+        }
+        req.apply(&e, &mut row, now, &by, true)?
+    };
+    save(
+        &ctx,
+        &row,
+        plan.tier,
+        None,
+        plan.window || req.spend.is_some(),
+    )
+    .await?;
+    tracing::info!(key = %secret.masked(), "virtual key generated");
+    Ok(Json(Value::Object(key_view::generated(
+        gov,
+        &row,
+        &secret,
+        req.duration.as_deref(),
+    ))))
+}
+
+/// `POST /key/update` `{"key": "<sk-… or hash>", …fields}`: changes the given fields; in force
+/// on the next request. Returns the key object with `key` = the hash. Errors: 400, 401, 403,
+/// 404 unknown key, 500.
+async fn update(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let who = access::admin(&ctx, &headers, "/key/update")?;
+    let req: KeyFields = extract::body(&body)?;
+    let id = req
+        .key
+        .as_deref()
+        .ok_or_else(|| ApiError::bad_request("key is required"))?;
+    let hash = key_hash(id)?;
+    let row = change(&ctx, &who, &hash, &req).await?;
+    let mut out = key_view::object(&ctx.gov, &row);
+    out.insert("key".into(), Value::from(hash));
+    Ok(Json(Value::Object(out)))
+}
+
+/// Applies `req` to the cached key `hash` and saves it (spend and window from the counters).
+async fn change(
+    ctx: &AdminContext,
+    who: &access::Who,
+    hash: &str,
+    req: &KeyFields,
+) -> ApiResult<VerificationToken> {
+    let gov = &ctx.gov;
+    let mut row = VerificationToken::clone(&*cached(ctx, hash)?);
+    let (spend, reset) = live::spend(gov, &ScopeKey::key(hash));
+    row.spend = spend;
+    row.budget_reset_at = reset.or(row.budget_reset_at);
+    let now = gov.admission().now();
+    let by = who.actor();
+    let plan = req.apply(&gov.cache().read(), &mut row, now, &by, false)?;
+    save(
+        ctx,
+        &row,
+        plan.tier,
+        None,
+        plan.window || req.spend.is_some(),
+    )
+    .await?;
+    Ok(row)
+}
+
+/// `{"key": …}` of block / unblock.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct KeyRef {
+    key: Option<String>,
+}
+
+async fn set_blocked(
+    ctx: &AdminContext,
+    headers: &HeaderMap,
+    body: &[u8],
+    blocked: bool,
+) -> ApiResult<Json<Value>> {
+    let route = if blocked {
+        "/key/block"
+    } else {
+        "/key/unblock"
+    };
+    let who = access::admin(ctx, headers, route)?;
+    let r: KeyRef = extract::body(body)?;
+    let hash = key_hash(
+        r.key
+            .as_deref()
+            .ok_or_else(|| ApiError::bad_request("key is required"))?,
+    )?;
+    let req = KeyFields {
+        blocked: Some(blocked),
+        ..KeyFields::default()
+    };
+    let row = change(ctx, &who, &hash, &req).await?;
+    tracing::info!(token = %hash, blocked, "virtual key block state changed");
+    Ok(Json(Value::Object(key_view::object(&ctx.gov, &row))))
+}
+
+/// `POST /key/block` `{"key"}`: the key is refused (401) from the next request; returns the
+/// key object. Errors: 400, 401, 403, 404, 500.
+async fn block(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    set_blocked(&ctx, &headers, &body, true).await
+}
+
+/// `POST /key/unblock` `{"key"}`: undoes `/key/block`. Errors as `/key/block`.
+async fn unblock(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    set_blocked(&ctx, &headers, &body, false).await
+}
+
+/// `/key/delete` body.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct DeleteBody {
+    keys: Option<Vec<String>>,
+    key_aliases: Option<Vec<String>>,
+}
+
+/// `POST /key/delete` `{"keys": [sk-… or hash]}` or `{"key_aliases": [...]}`: moves the keys
+/// to `"LiteLLM_DeletedVerificationToken"`; `/key/info` then reports `status: deleted`.
+/// Returns `{"deleted_keys": [hashes]}` (LiteLLM echoes what was passed; hashes here, so no
+/// plaintext key is sent back). All or nothing. Errors: 400 (neither list), 404 (a key or alias
+/// unknown), 401, 403, 500.
+async fn delete(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let who = access::admin(&ctx, &headers, "/key/delete")?;
+    let req: DeleteBody = extract::body(&body)?;
+    let mut hashes = Vec::new();
+    for k in req.keys.iter().flatten() {
+        hashes.push(key_hash(k)?);
+    }
+    {
+        let e = ctx.gov.cache().read();
+        for a in req.key_aliases.iter().flatten() {
+            let found: Vec<String> = e
+                .keys
+                .values()
+                .filter(|k| k.key_alias.as_deref() == Some(a.as_str()))
+                .map(|k| k.token.clone())
+                .collect();
+            if found.is_empty() {
+                return Err(ApiError::not_found(format!("Key not found. key_alias={a}")));
+            }
+            hashes.extend(found);
+        }
+        if hashes.is_empty() {
+            return Err(ApiError::bad_request("keys or key_aliases is required"));
+        }
+        if let Some(missing) = hashes.iter().find(|h| !e.keys.contains_key(*h)) {
+            return Err(ApiError::not_found(format!(
+                "Key not found. token={missing}"
+            )));
+        }
+    }
+    hashes.sort();
+    hashes.dedup();
+    Batch {
+        delete_keys: hashes.clone(),
+        deleted_by: Some(who.actor()),
+        ..Batch::default()
+    }
+    .commit(&ctx.gov)
+    .await?;
+    tracing::info!(count = hashes.len(), "virtual keys deleted");
+    Ok(Json(json!({"deleted_keys": hashes})))
+}
+
+/// `POST /key/regenerate` `{"key", "new_key"?, …fields}`.
+async fn regenerate(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    regen(&ctx, &headers, None, &body).await
+}
+
+/// `POST /key/{key}/regenerate` `{"new_key"?, …fields}`.
+async fn regenerate_path(
+    State(ctx): State<Arc<AdminContext>>,
+    Path(key): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    regen(&ctx, &headers, Some(key), &body).await
+}
+
+/// Replaces a key by a new one (random, or `new_key`) keeping its settings and spend, applying
+/// any other fields given; the old key is deleted (its `/key/info` says `deleted`). Returns
+/// `GenerateKeyResponse` with the new `key`. Errors: 400, 401, 403, 404, 500.
+async fn regen(
+    ctx: &AdminContext,
+    headers: &HeaderMap,
+    path_key: Option<String>,
+    body: &[u8],
+) -> ApiResult<Json<Value>> {
+    let who = access::admin(ctx, headers, "/key/regenerate")?;
+    let req: KeyFields = extract::body(body)?;
+    let id = path_key
+        .or_else(|| req.key.clone())
+        .ok_or_else(|| ApiError::bad_request("key is required"))?;
+    let old_hash = key_hash(&id)?;
+    let old = cached(ctx, &old_hash)?;
+    let secret = match &req.new_key {
+        None => SecretKey::generate(),
+        Some(k) => custom_key("new_key", k)?,
+    };
+    let gov = &ctx.gov;
+    let (spend, reset) = live::spend(gov, &ScopeKey::key(&old_hash));
+    let now = gov.admission().now();
+    let by = who.actor();
+    let mut row = VerificationToken {
+        token: secret.hash(),
+        key_name: Some(secret.masked()),
+        spend,
+        budget_reset_at: reset.or(old.budget_reset_at),
+        ..VerificationToken::clone(&old)
+    };
+    let plan = {
+        let e = gov.cache().read();
+        if e.keys.contains_key(&row.token) {
+            return Err(ApiError::bad_request("Key already exists"));
+        }
+        req.apply(&e, &mut row, now, &by, false)?
+    };
+    save(ctx, &row, plan.tier, Some((&old_hash, by)), true).await?;
+    tracing::info!(old = %old_hash, new = %secret.masked(), "virtual key regenerated");
+    Ok(Json(Value::Object(key_view::generated(
+        gov,
+        &row,
+        &secret,
+        req.duration.as_deref(),
+    ))))
+}
+
+/// `/key/{key}/reset_spend` body.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct ResetBody {
+    reset_to: Option<f64>,
+}
+
+/// `POST /key/{key}/reset_spend` `{"reset_to": <USD, default 0>}`: the key's spend in its
+/// window becomes `reset_to` now (0 restarts the window), in force for the very next request
+/// (B07). Returns `{"key_hash", "spend", "previous_spend", "max_budget", "budget_duration"}`.
+/// Errors: 400 (`reset_to` negative or above the current spend), 401, 403, 404.
+async fn reset_spend(
+    State(ctx): State<Arc<AdminContext>>,
+    Path(key): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    access::admin(&ctx, &headers, "/key/{key}/reset_spend")?;
+    let req: ResetBody = extract::body(&body)?;
+    let hash = key_hash(&key)?;
+    let row = cached(&ctx, &hash)?;
+    let gov = &ctx.gov;
+    let scope = ScopeKey::key(&hash);
+    let (previous, _) = live::spend(gov, &scope);
+    let reset_to = req.reset_to.unwrap_or(0.0);
+    if !reset_to.is_finite() || reset_to < 0.0 {
+        return Err(ApiError::bad_request("reset_to must be >= 0"));
+    }
+    if reset_to > previous {
+        return Err(ApiError::bad_request(format!(
+            "reset_to ({reset_to}) must be <= the current spend ({previous})"
+        )));
+    }
+    if reset_to == 0.0 {
+        let tier = crate::key_fields::tier_of(&gov.cache().read(), row.budget_id.as_deref());
+        let window = match tier {
+            Some(t) => row.limits().tighter(&t.limits()).budget_duration,
+            None => row.limits().budget_duration,
+        };
+        gov.admission().reset_spend(&scope, window);
+    } else {
+        live::set(gov, &scope, reset_to, None);
+    }
+    tracing::info!(token = %hash, "key spend reset");
+    Ok(Json(json!({
+        "key_hash": hash,
+        "spend": reset_to,
+        "previous_spend": previous,
+        "max_budget": row.max_budget,
+        "budget_duration": row.budget_duration,
+    })))
+}

@@ -1,0 +1,63 @@
+//! Live spend and budget windows. Cached rows carry the spend of their last write; the
+//! admission counters carry the spend now. Responses report the counters, rows written back
+//! to the store carry the counters' values (so a management write never rolls spend back),
+//! and a new or changed `budget_duration` starts its window in the counters at once.
+
+use chrono::{DateTime, Utc};
+use tollgate_governance::admission::{ScopeKey, ScopeKind};
+use tollgate_governance::runtime::Governance;
+use tollgate_governance::store::{EndUser, Team, TeamMembership, User};
+
+/// Spend (USD) and next reset of a scope now. Spend of a window whose reset time has passed
+/// (no request has rolled it yet) is reported as 0, as the next request will see it.
+pub(crate) fn spend(gov: &Governance, scope: &ScopeKey) -> (f64, Option<DateTime<Utc>>) {
+    match gov.admission().spend(scope) {
+        None => (0.0, None),
+        Some(s) => match s.budget_reset_at {
+            Some(at) if at <= gov.admission().now() => (0.0, Some(at)),
+            at => (s.spend, at),
+        },
+    }
+}
+
+/// Sets a scope's counter: `spend` USD in a window ending at `reset_at` (kept when `None`).
+/// Called after the store and the cache hold the change.
+pub(crate) fn set(gov: &Governance, scope: &ScopeKey, spend: f64, reset_at: Option<DateTime<Utc>>) {
+    gov.admission().set_spend(scope, spend, reset_at);
+}
+
+/// A user row carrying its live spend and window (to write back without rolling spend back).
+pub(crate) fn user_row(gov: &Governance, u: &User) -> User {
+    let (spend, reset) = self::spend(gov, &ScopeKey::new(ScopeKind::User, u.user_id.as_str()));
+    User {
+        spend,
+        budget_reset_at: reset.or(u.budget_reset_at),
+        ..u.clone()
+    }
+}
+
+/// A team row carrying its live spend and window.
+pub(crate) fn team_row(gov: &Governance, t: &Team) -> Team {
+    let (spend, reset) = self::spend(gov, &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()));
+    Team {
+        spend,
+        budget_reset_at: reset.or(t.budget_reset_at),
+        ..t.clone()
+    }
+}
+
+/// A membership row carrying its live spend in the team.
+pub(crate) fn membership_row(gov: &Governance, m: &TeamMembership) -> TeamMembership {
+    TeamMembership {
+        spend: self::spend(gov, &ScopeKey::team_member(&m.team_id, &m.user_id)).0,
+        ..m.clone()
+    }
+}
+
+/// An end-user row carrying its live spend.
+pub(crate) fn end_user_row(gov: &Governance, c: &EndUser) -> EndUser {
+    EndUser {
+        spend: self::spend(gov, &ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str())).0,
+        ..c.clone()
+    }
+}

@@ -1,0 +1,88 @@
+//! The model catalogue (litellm-surface §4.5): `GET /model/info`, `GET /v1/model/info`,
+//! `POST /model/new`, `POST /model/delete` `{"id"}`, over the server's [`crate::ModelRegistry`].
+//! Admins see every deployment; any other key sees the deployments of the model groups it may
+//! call (LiteLLM filters `/model/info` by the key's access the same way). Writes: admin only.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::{AdminContext, access, extract};
+
+/// The model routes.
+pub(crate) fn routes() -> Router<Arc<AdminContext>> {
+    Router::new()
+        .route("/model/info", get(info))
+        .route("/v1/model/info", get(info))
+        .route("/model/new", post(new))
+        .route("/model/delete", post(delete))
+}
+
+/// `GET /model/info`, `/v1/model/info` → `{"data": [{"model_name", "litellm_params" (no
+/// secrets), "model_info": {"id", …}}]}`. Errors: 401.
+async fn info(State(ctx): State<Arc<AdminContext>>, headers: HeaderMap) -> ApiResult<Json<Value>> {
+    let who = access::who(&ctx, &headers)?;
+    let mut data = ctx.models.list();
+    if let (false, Some(p)) = (who.reads_all(), &who.principal) {
+        let groups = ctx.gov.access_groups();
+        data.retain(|d| {
+            d.get("model_name")
+                .and_then(Value::as_str)
+                .is_some_and(|m| p.model_denial(m, groups).is_none())
+        });
+    }
+    Ok(Json(json!({"data": data})))
+}
+
+/// `POST /model/new` `{"model_name", "litellm_params": {…}, "model_info": {…}}` → the stored
+/// entry with its `model_info.id`. Errors: 400 (bad body, refused by the registry), 401, 403.
+async fn new(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    access::admin(&ctx, &headers, "/model/new")?;
+    let entry: Value = extract::body(&body)?;
+    if !entry.is_object() {
+        return Err(ApiError::bad_request(
+            "Invalid request body: expected a JSON object",
+        ));
+    }
+    let stored = ctx.models.add(entry).map_err(ApiError::bad_request)?;
+    tracing::info!("model deployment added");
+    Ok(Json(stored))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct DeleteBody {
+    id: Option<String>,
+}
+
+/// `POST /model/delete` `{"id": "<model_info.id>"}` → `{"message": "Model: <id> deleted
+/// successfully"}`. Errors: 400 (no id), 401, 403, 404 (unknown id).
+async fn delete(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    access::admin(&ctx, &headers, "/model/delete")?;
+    let req: DeleteBody = extract::body(&body)?;
+    let id = req
+        .id
+        .ok_or_else(|| ApiError::bad_request("id is required"))?;
+    if !ctx.models.delete(&id) {
+        return Err(ApiError::not_found(format!("Model with id={id} not found")));
+    }
+    tracing::info!(model_id = %id, "model deployment deleted");
+    Ok(Json(
+        json!({"message": format!("Model: {id} deleted successfully")}),
+    ))
+}

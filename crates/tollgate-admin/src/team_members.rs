@@ -1,0 +1,278 @@
+//! Team membership routes (litellm-surface §4.4): `POST /team/member_add`,
+//! `/team/member_update`, `/team/member_delete`. Admin only. The rules are in
+//! [`crate::members`]; a per-member budget is a budget tier linked from the
+//! `"LiteLLM_TeamMembership"` row, enforced on the `team_member` scope from the next request.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tollgate_governance::admission::ScopeKey;
+use tollgate_governance::runtime::Governance;
+use tollgate_governance::store::TeamMembership;
+
+use crate::error::{ApiError, ApiResult};
+use crate::members::{self, MemberBudget, MemberIn};
+use crate::team_reads::membership_object;
+use crate::write::Batch;
+use crate::{AdminContext, access, extract, live, teams};
+
+/// The membership routes.
+pub(crate) fn routes() -> Router<Arc<AdminContext>> {
+    Router::new()
+        .route("/team/member_add", post(member_add))
+        .route("/team/member_update", post(member_update))
+        .route("/team/member_delete", post(member_delete))
+}
+
+/// `member`: one member or a list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Members {
+    One(MemberIn),
+    Many(Vec<MemberIn>),
+}
+
+#[derive(Debug, Deserialize)]
+struct AddBody {
+    team_id: Option<String>,
+    member: Option<Members>,
+    #[serde(flatten)]
+    budget: MemberBudget,
+}
+
+/// Starts the member's budget window (after the rows are stored and cached).
+fn start_window(
+    gov: &Governance,
+    m: &TeamMembership,
+    reset: Option<chrono::DateTime<chrono::Utc>>,
+) {
+    let scope = ScopeKey::team_member(&m.team_id, &m.user_id);
+    let (spend, _) = live::spend(gov, &scope);
+    live::set(gov, &scope, spend, reset);
+}
+
+/// `POST /team/member_add` `{"team_id", "member": {"user_id"|"user_email", "role"} | [...],
+/// "max_budget_in_team"?, "budget_duration"?, "tpm_limit"?, "rpm_limit"?}`: adds the members
+/// (creating missing users), each with its own budget tier when budget fields are given.
+/// Returns the team object plus `updated_users` and `updated_team_memberships` (LiteLLM's
+/// `TeamAddMemberResponse`). Errors: 400 (bad body, already a member), 401, 403, 404 (team),
+/// 500.
+async fn member_add(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let who = access::admin(&ctx, &headers, "/team/member_add")?;
+    let req: AddBody = extract::body(&body)?;
+    let team_id = req
+        .team_id
+        .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
+    let list = match req.member {
+        Some(Members::One(m)) => vec![m],
+        Some(Members::Many(v)) if !v.is_empty() => v,
+        _ => return Err(ApiError::bad_request("member is required")),
+    };
+    let gov = &ctx.gov;
+    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?);
+    let now = gov.admission().now();
+    let by = who.actor();
+    let mut batch = Batch::default();
+    let mut windows = Vec::new();
+    {
+        let e = gov.cache().read();
+        for m in &list {
+            let mut user = members::resolve_user(&e, m)?;
+            let tier = req.budget.tier(None, now, &by)?;
+            let budget_id = tier.as_ref().map(|(t, _)| t.budget_id.clone());
+            let membership = members::join(&e, &mut team, &mut user, m.role()?, budget_id)?;
+            let membership = live::membership_row(gov, &membership);
+            if let Some((t, window)) = tier {
+                if window {
+                    windows.push((membership.clone(), t.budget_reset_at));
+                }
+                batch.budgets.push(t);
+            }
+            batch.users.push(live::user_row(gov, &user));
+            batch.memberships.push(membership);
+        }
+    }
+    team.updated_at = Some(now);
+    batch.teams.push(team.clone());
+    let users = batch.users.clone();
+    let memberships = batch.memberships.clone();
+    batch.commit(gov).await?;
+    for (m, reset) in &windows {
+        start_window(gov, m, *reset);
+    }
+    tracing::info!(team_id = %team_id, count = list.len(), "team members added");
+    let mut out = teams::object(gov, &team);
+    out.insert(
+        "updated_users".into(),
+        users
+            .iter()
+            .map(|u| Value::Object(extract::object(u)))
+            .collect(),
+    );
+    out.insert(
+        "updated_team_memberships".into(),
+        memberships
+            .iter()
+            .map(|m| Value::Object(membership_object(gov, m)))
+            .collect(),
+    );
+    Ok(Json(Value::Object(out)))
+}
+
+#[derive(Debug, Deserialize)]
+struct UpdateBody {
+    team_id: Option<String>,
+    user_id: Option<String>,
+    user_email: Option<String>,
+    role: Option<String>,
+    #[serde(flatten)]
+    budget: MemberBudget,
+}
+
+/// `POST /team/member_update` `{"team_id", "user_id"|"user_email", "role"?,
+/// "max_budget_in_team"?, "budget_duration"?, "tpm_limit"?, "rpm_limit"?}`: changes the role
+/// and/or the member's budget tier (created when it has none). Returns
+/// `{"team_id", "user_id", "user_email", "max_budget_in_team", "budget_duration",
+/// "tpm_limit", "rpm_limit"}`. Errors: 400, 401, 403, 404 (team, member), 500.
+async fn member_update(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let who = access::admin(&ctx, &headers, "/team/member_update")?;
+    let req: UpdateBody = extract::body(&body)?;
+    let team_id = req
+        .team_id
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
+    let gov = &ctx.gov;
+    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?);
+    let member =
+        members::find_member(&team, req.user_id.as_deref(), req.user_email.as_deref())?.clone();
+    let user_id = member
+        .user_id
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("the member has no user_id"))?;
+    let now = gov.admission().now();
+    let by = who.actor();
+    let mut batch = Batch::default();
+    if req.role.is_some() {
+        let role = MemberIn {
+            role: req.role.clone(),
+            ..MemberIn::default()
+        }
+        .role()?;
+        for m in &mut team.members_with_roles {
+            if m.user_id.as_deref() == Some(user_id.as_str()) {
+                m.role = role.clone();
+            }
+        }
+        team.updated_at = Some(now);
+        batch.teams.push(team.clone());
+    }
+    let (mut membership, existing) = {
+        let e = gov.cache().read();
+        let m = e
+            .memberships
+            .get(&(team_id.clone(), user_id.clone()))
+            .map(|m| TeamMembership::clone(m))
+            .unwrap_or_else(|| TeamMembership {
+                team_id: team_id.clone(),
+                user_id: user_id.clone(),
+                ..TeamMembership::default()
+            });
+        let tier = e.budget(m.budget_id.as_deref()).map(|t| t.as_ref().clone());
+        (m, tier)
+    };
+    membership = live::membership_row(gov, &membership);
+    let tier = req.budget.tier(existing.as_ref(), now, &by)?;
+    let mut window = None;
+    let shown = match tier {
+        Some((t, w)) => {
+            membership.budget_id = Some(t.budget_id.clone());
+            if w {
+                window = Some(t.budget_reset_at);
+            }
+            batch.budgets.push(t.clone());
+            batch.memberships.push(membership.clone());
+            Some(t)
+        }
+        None => existing,
+    };
+    batch.commit(gov).await?;
+    if let Some(reset) = window {
+        start_window(gov, &membership, reset);
+    }
+    tracing::info!(team_id = %team_id, user_id = %user_id, "team member updated");
+    Ok(Json(json!({
+        "team_id": team_id,
+        "user_id": user_id,
+        "user_email": member.user_email,
+        "max_budget_in_team": shown.as_ref().and_then(|t| t.max_budget),
+        "budget_duration": shown.as_ref().and_then(|t| t.budget_duration.clone()),
+        "tpm_limit": shown.as_ref().and_then(|t| t.tpm_limit),
+        "rpm_limit": shown.as_ref().and_then(|t| t.rpm_limit),
+    })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct DeleteBody {
+    team_id: Option<String>,
+    user_id: Option<String>,
+    user_email: Option<String>,
+}
+
+/// `POST /team/member_delete` `{"team_id", "user_id"|"user_email"}`: removes the member
+/// from `members_with_roles`, deletes its membership row and drops the team from the user's
+/// `teams`. Returns the team object. Errors: 400, 401, 403, 404 (team, member), 500.
+async fn member_delete(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    access::admin(&ctx, &headers, "/team/member_delete")?;
+    let req: DeleteBody = extract::body(&body)?;
+    let team_id = req
+        .team_id
+        .clone()
+        .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
+    let gov = &ctx.gov;
+    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?);
+    let member =
+        members::find_member(&team, req.user_id.as_deref(), req.user_email.as_deref())?.clone();
+    let now = gov.admission().now();
+    team.members_with_roles.retain(|m| {
+        m.user_id != member.user_id
+            || (member.user_id.is_none() && m.user_email != member.user_email)
+    });
+    team.updated_at = Some(now);
+    let mut batch = Batch::default();
+    if let Some(uid) = &member.user_id {
+        let e = gov.cache().read();
+        if let Some(u) = e.users.get(uid) {
+            let mut u = live::user_row(gov, u);
+            u.teams.retain(|t| t != &team_id);
+            batch.users.push(u);
+        }
+        if e.memberships.contains_key(&(team_id.clone(), uid.clone())) {
+            batch
+                .delete_memberships
+                .push((team_id.clone(), uid.clone()));
+        }
+    }
+    batch.teams.push(team.clone());
+    batch.commit(gov).await?;
+    tracing::info!(team_id = %team_id, "team member removed");
+    Ok(Json(Value::Object(teams::object(gov, &team))))
+}
