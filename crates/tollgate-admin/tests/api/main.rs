@@ -1,0 +1,13 @@
+//! The management API driven through its router (in-memory SQLite, stub auth and models).
+
+mod common;
+
+mod budgets;
+mod customers;
+mod errors;
+mod keys;
+mod models;
+mod roles;
+mod spend;
+mod teams;
+mod users;
