@@ -135,12 +135,20 @@ impl KeyFields {
             plan.window = true;
         }
         if let Some(id) = &self.budget_id {
-            if !e.budgets.contains_key(id) {
+            let Some(tier) = e.budgets.get(id) else {
                 return Err(ApiError::bad_request(format!(
                     "budget_id={id} does not exist; create it with /budget/new"
                 )));
-            }
+            };
             row.budget_id = Some(id.clone());
+            // B05: a key without its own window follows its tier's; start it now so
+            // `budget_reset_at` is known from the start
+            if row.budget_duration.is_none()
+                && let Some(d) = tier.limits().budget_duration
+            {
+                row.budget_reset_at = Some(d.next_reset(now));
+                plan.window = true;
+            }
         }
         if let Some(t) = &self.team_id {
             if !e.teams.contains_key(t) {

@@ -2,6 +2,7 @@
 
 use http::StatusCode;
 use serde_json::json;
+use tollgate_governance::admission::ScopeKey;
 use tollgate_governance::duration::BudgetDuration;
 use tollgate_governance::runtime::RequestFacts;
 
@@ -35,7 +36,20 @@ async fn budget_tier_crud_and_linked_key() {
     assert_eq!(list, json!([b]));
 
     // a key with the tier and no cap of its own: the tier's cap and window apply
-    let (_, hash) = h.key(json!({"budget_id": "tier-1"})).await;
+    let (_, g) = h
+        .post("/key/generate", json!({"budget_id": "tier-1"}))
+        .await;
+    let hash = g["token_id"].as_str().unwrap().to_owned();
+    // B05: the key follows the tier's window from the start
+    let reset = h
+        .gov
+        .admission()
+        .spend(&ScopeKey::key(&hash))
+        .unwrap()
+        .budget_reset_at;
+    assert!(reset.is_some());
+    assert_eq!(g["budget_reset_at"], serde_json::to_value(reset).unwrap());
+    assert_eq!(g["litellm_budget_table"]["max_budget"], 30.0);
     let p = h.gov.principal(&hash).unwrap();
     let s0 = &h.gov.scopes(Some(&p), RequestFacts::default()).unwrap()[0];
     assert_eq!(s0.limits.max_budget, Some(30.0));
