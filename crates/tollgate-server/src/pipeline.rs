@@ -175,7 +175,7 @@ async fn run(
     let mut attempts = state
         .router
         .plan(routed, policy)
-        .map_err(|e| route_error(state, e))?;
+        .map_err(|e| route_error(state, e, &identity))?;
     let timeout_override = req
         .timeout_s
         .or_else(|| header_num(headers, "x-litellm-timeout"));
@@ -290,7 +290,7 @@ async fn run(
         }
     }
     if let Some(g) = &governed {
-        spend_headers(&mut result, g, settled, &rate_headers);
+        spend_headers(&mut result, g, settled.as_ref(), &rate_headers);
     }
     result
 }
@@ -471,9 +471,11 @@ fn rejection_error(r: Rejection) -> GatewayError {
 fn spend_headers(
     result: &mut Result<Response, GatewayError>,
     g: &Governed<'_>,
-    settled: Option<Settled>,
+    settled: Option<&Settled>,
     rate: &[(String, String)],
 ) {
+    // Unary answers: limits as settled (actual tokens); streams: as admitted.
+    let rate = settled.map_or(rate, |s| s.rate_headers.as_slice());
     let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(rate.len() + 2);
     if let Some(s) = settled {
         out.push((
@@ -1117,10 +1119,10 @@ fn finish(state: &AppState, mut record: CallRecord) -> Option<Settled> {
 
 /// 404 for an unknown model (OpenAI's status and code; the SDKs raise `NotFoundError`), naming
 /// the model and the models the caller may use.
-fn route_error(state: &AppState, e: RouteError) -> GatewayError {
+fn route_error(state: &AppState, e: RouteError, identity: &crate::auth::Identity) -> GatewayError {
     match e {
         RouteError::ModelNotFound(model) => {
-            let available: Vec<&str> = state.router.public_names().collect();
+            let available = crate::routes::visible_models(state, identity);
             let list = if available.is_empty() {
                 "none are configured".to_owned()
             } else {

@@ -26,7 +26,8 @@ const MODEL_CREATED: u64 = 1_677_610_602;
 /// Builds the router.
 pub fn router(state: Arc<AppState>) -> Router {
     let limit = state.max_request_bytes;
-    Router::new()
+    let admin = state.admin.as_ref().map(|a| Arc::clone(&a.0));
+    let app = Router::new()
         .route("/v1/chat/completions", infer(Endpoint::ChatCompletions))
         .route("/chat/completions", infer(Endpoint::ChatCompletions))
         .route("/v1/completions", infer(Endpoint::Completions))
@@ -54,7 +55,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(state)
+        .with_state(state);
+    // The management API (`/key/*`, `/team/*`, ...) when governance runs.
+    match admin {
+        Some(ctx) => app.merge(tollgate_admin::router(ctx)),
+        None => app,
+    }
 }
 
 /// A POST route into the pipeline for `endpoint`.
@@ -179,7 +185,7 @@ async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
 /// The model names the caller may call (B41): every configured group and router alias, plus
 /// the key's and its team's aliases, keeping only those whose target the key may use — the
 /// same check the inference routes make. Never a sentinel (`all-team-models`) or a pattern.
-fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
+pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
     let mut names: Vec<String> = s.router.public_names().map(str::to_owned).collect();
     let (Some(p), Some(gov)) = (identity.principal(), s.gov()) else {
         return names;
@@ -196,6 +202,17 @@ fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
             if !names.contains(a) {
                 names.push(a.clone());
             }
+        }
+    }
+    // Concrete names the key lists that only a wildcard group serves (`openai/gpt-4o-mini`
+    // under `openai/*`); patterns, sentinels and access-group names are never listed.
+    for n in &p.key.models {
+        if !n.contains('*')
+            && gov.access_groups().get(n).is_none()
+            && !names.contains(n)
+            && s.router.resolve(n).is_ok_and(|(g, _)| g.wildcard)
+        {
+            names.push(n.clone());
         }
     }
     names.retain(|n| {

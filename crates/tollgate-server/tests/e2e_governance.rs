@@ -637,7 +637,8 @@ enum Access {
     /// 403 `*_model_access_denied`, `code: "403"`, no upstream call.
     Denied,
     /// A name this key cannot even resolve (a team alias seen from outside the team): refused
-    /// with 400 (unknown model) or 403, no upstream call.
+    /// with 404 `model_not_found` (Tollgate's answer for a name it cannot route, OpenAI's
+    /// status), 400 (LiteLLM's) or 403, no upstream call.
     Unknown,
 }
 
@@ -678,7 +679,7 @@ async fn check_access(
             }
             Access::Unknown => {
                 assert!(
-                    r.status == 400 || r.status == 403,
+                    matches!(r.status, 400 | 403 | 404),
                     "{who} → {model}: {} {}",
                     r.status,
                     r.text

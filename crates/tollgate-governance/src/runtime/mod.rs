@@ -28,7 +28,7 @@ pub use scopes::{BlockedEndUser, RequestFacts, needs_token_count};
 
 use crate::admission::{
     Admission, AdmissionConfig, AdmitRequest, InMemoryCounterStore, Limits, Rejection, Reservation,
-    ScopeKey, ScopeKind, ScopeRequest, Settlement,
+    ScopeKey, ScopeKind, ScopeRequest, Settlement, rate_limit_headers,
 };
 use crate::pricing::{ModelPrice, PriceOverrides, PriceTable, Usage, cost};
 use crate::store::{GovernanceStore, SpendLogQueue, SpendLogRow, StoreError, WriteBehind};
@@ -236,6 +236,18 @@ impl Governance {
     /// the reservation by it on every scope, and queues the spend-log row. Returns the cost
     /// and spend after (`None` if the charge was settled before).
     pub fn settle(&self, charge: Charge, outcome: CallOutcome) -> Option<Settlement> {
+        self.settle_reporting(charge, outcome).map(|(s, _)| s)
+    }
+
+    /// [`Self::settle`], also returning the `x-ratelimit-*` headers corrected for the tokens
+    /// actually used: the admission's remaining-token values counted this request's
+    /// reservation; after settlement they count its real total (B11: a 150-token answer in a
+    /// 30-token window leaves 0 remaining).
+    pub fn settle_reporting(
+        &self,
+        charge: Charge,
+        outcome: CallOutcome,
+    ) -> Option<(Settlement, Vec<(String, String)>)> {
         let Charge {
             mut reservation,
             price,
@@ -243,6 +255,18 @@ impl Governance {
         } = charge;
         let usage = outcome.usage.unwrap_or_default();
         let cost_usd = price.as_ref().map_or(0.0, |p| cost(&usage, p));
+        let reserved_tokens = reservation.estimate().tokens();
+        let mut rates = reservation.rate_limits().to_vec();
+        for r in &mut rates {
+            if let Some(rem) = r.remaining_tokens.as_mut() {
+                *rem = rem
+                    .saturating_add(reserved_tokens)
+                    .saturating_sub(usage.total_tokens());
+                if let Some(limit) = r.limit_tokens {
+                    *rem = (*rem).min(limit);
+                }
+            }
+        }
         let settlement = reservation.settle(&usage, cost_usd).ok()?;
         log.spend = settlement.cost_usd;
         log.prompt_tokens = i64::try_from(usage.prompt_tokens).unwrap_or(i64::MAX);
@@ -261,7 +285,7 @@ impl Governance {
         if self.options.spend_logs {
             self.logs.push(log);
         }
-        Some(settlement)
+        Some((settlement, rate_limit_headers(&rates)))
     }
 
     /// Current spend of a scope in its window, USD (0 when never used).

@@ -78,12 +78,14 @@ pub fn response_id(json: &[u8]) -> Option<String> {
 }
 
 /// What settlement reports back for the response headers.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settled {
     /// `x-litellm-response-cost`, USD.
     pub cost_usd: f64,
     /// `x-litellm-key-spend` after this call, USD (virtual keys).
     pub key_spend: Option<f64>,
+    /// `x-ratelimit-*` headers counting the tokens actually used.
+    pub rate_headers: Vec<(String, String)>,
 }
 
 /// Receives every finished call. Must not block: implementations queue work.
