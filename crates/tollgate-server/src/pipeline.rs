@@ -184,7 +184,11 @@ async fn run(
     let mut rate_headers: Vec<(String, String)> = Vec::new();
     let mut settled: Option<Settled> = None;
     while let Some(attempt) = attempts.next_attempt(Instant::now()) {
-        tokio::time::sleep_until(attempt.not_before.into()).await;
+        // Only a retry backoff sleeps: tokio's timer has 1 ms granularity, so even a deadline
+        // already passed would cost the first attempt up to a millisecond.
+        if attempt.not_before > Instant::now() {
+            tokio::time::sleep_until(attempt.not_before.into()).await;
+        }
         let dep: &Deployment = &attempt.deployment.deployment;
         ids.model_id = Some(dep.id.clone());
         ids.model_group = Some(attempt.group.name.clone());
