@@ -31,7 +31,9 @@ use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::Value;
-use tollgate_governance::admission::{AdmitRequest, Estimate, Rejection, ScopeKey};
+use tollgate_governance::admission::{
+    AdmitRequest, Estimate, RateLimitStatus, Rejection, ScopeKey, rate_limit_headers,
+};
 use tollgate_governance::runtime::{Charge, Principal, RequestFacts, needs_token_count};
 use tollgate_governance::store::SpendLogRow;
 use tollgate_protocol::ErrorEnvelope;
@@ -181,7 +183,7 @@ async fn run(
         .or_else(|| header_num(headers, "x-litellm-timeout"));
     let mut last: Option<Result<Response, GatewayError>> = None;
     let mut seq: u32 = 0;
-    let mut rate_headers: Vec<(String, String)> = Vec::new();
+    let mut rate_limits: Vec<RateLimitStatus> = Vec::new();
     let mut settled: Option<Settled> = None;
     while let Some(attempt) = attempts.next_attempt(Instant::now()) {
         // Only a retry backoff sleeps: tokio's timer has 1 ms granularity, so even a deadline
@@ -226,7 +228,8 @@ async fn run(
             None => None,
         };
         if let Some(c) = &charge {
-            rate_headers = c.reservation.rate_limit_headers();
+            rate_limits.clear();
+            rate_limits.extend_from_slice(c.reservation.rate_limits());
         }
         seq += 1;
         let sent = Instant::now();
@@ -294,7 +297,7 @@ async fn run(
         }
     }
     if let Some(g) = &governed {
-        spend_headers(&mut result, g, settled.as_ref(), &rate_headers);
+        spend_headers(&mut result, g, settled.as_ref(), &rate_limits);
     }
     result
 }
@@ -476,10 +479,10 @@ fn spend_headers(
     result: &mut Result<Response, GatewayError>,
     g: &Governed<'_>,
     settled: Option<&Settled>,
-    rate: &[(String, String)],
+    rate: &[RateLimitStatus],
 ) {
     // Unary answers: limits as settled (actual tokens); streams: as admitted.
-    let rate = settled.map_or(rate, |s| s.rate_headers.as_slice());
+    let rate = rate_limit_headers(settled.map_or(rate, |s| s.rate_limits.as_slice()));
     let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(rate.len() + 2);
     if let Some(s) = settled {
         out.push((
@@ -503,7 +506,7 @@ fn spend_headers(
             float_header(b),
         ));
     }
-    for (k, v) in rate {
+    for (k, v) in &rate {
         if let (Ok(k), Ok(v)) = (
             HeaderName::try_from(k.as_str()),
             HeaderValue::try_from(v.as_str()),

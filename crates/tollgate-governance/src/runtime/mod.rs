@@ -27,8 +27,8 @@ pub use principal::{KeyError, Principal};
 pub use scopes::{BlockedEndUser, RequestFacts, needs_token_count};
 
 use crate::admission::{
-    Admission, AdmissionConfig, AdmitRequest, InMemoryCounterStore, Limits, Rejection, Reservation,
-    ScopeKey, ScopeKind, ScopeRequest, Settlement, rate_limit_headers,
+    Admission, AdmissionConfig, AdmitRequest, InMemoryCounterStore, Limits, RateLimitStatus,
+    Rejection, Reservation, ScopeKey, ScopeKind, ScopeRequest, Settlement,
 };
 use crate::pricing::{ModelPrice, PriceOverrides, PriceTable, Usage, cost};
 use crate::store::{GovernanceStore, SpendLogQueue, SpendLogRow, StoreError, WriteBehind};
@@ -239,15 +239,16 @@ impl Governance {
         self.settle_reporting(charge, outcome).map(|(s, _)| s)
     }
 
-    /// [`Self::settle`], also returning the `x-ratelimit-*` headers corrected for the tokens
-    /// actually used: the admission's remaining-token values counted this request's
-    /// reservation; after settlement they count its real total (B11: a 150-token answer in a
-    /// 30-token window leaves 0 remaining).
+    /// [`Self::settle`], also returning the remaining-limit values (for `x-ratelimit-*`
+    /// headers, [`crate::admission::rate_limit_headers`]) corrected for the tokens actually
+    /// used: the admission's remaining-token values counted this request's reservation; after
+    /// settlement they count its real total (B11: a 150-token answer in a 30-token window
+    /// leaves 0 remaining).
     pub fn settle_reporting(
         &self,
         charge: Charge,
         outcome: CallOutcome,
-    ) -> Option<(Settlement, Vec<(String, String)>)> {
+    ) -> Option<(Settlement, Vec<RateLimitStatus>)> {
         let Charge {
             mut reservation,
             price,
@@ -285,7 +286,7 @@ impl Governance {
         if self.options.spend_logs {
             self.logs.push(log);
         }
-        Some((settlement, rate_limit_headers(&rates)))
+        Some((settlement, rates))
     }
 
     /// Current spend of a scope in its window, USD (0 when never used).

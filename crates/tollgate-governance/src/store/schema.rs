@@ -347,6 +347,25 @@ impl Table {
         ))
     }
 
+    /// `INSERT INTO "t" (cols) VALUES (?, …), (?, …) … ON CONFLICT (conflict) DO NOTHING` for
+    /// `rows` rows, with `?` placeholders. One statement per batch instead of one per row:
+    /// each statement is a round trip to the database (SQLite's worker thread, Postgres' socket).
+    pub fn insert_many_sql(&self, rows: usize, conflict: &str) -> String {
+        let one = format!("({})", vec!["?"; self.columns.len()].join(", "));
+        format!(
+            "INSERT INTO \"{}\" ({}) VALUES {} ON CONFLICT (\"{conflict}\") DO NOTHING",
+            self.name,
+            self.column_list(),
+            vec![one; rows.max(1)].join(", ")
+        )
+    }
+
+    /// Rows per multi-row statement so that `rows × columns` stays within `max_params` bound
+    /// parameters (SQLite's oldest default is 999, Postgres allows 65,535).
+    pub fn rows_per_statement(&self, max_params: usize) -> usize {
+        (max_params / self.columns.len().max(1)).max(1)
+    }
+
     /// Column names, quoted and comma-separated.
     pub fn column_list(&self) -> String {
         self.columns

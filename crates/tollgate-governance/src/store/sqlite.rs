@@ -365,18 +365,17 @@ impl GovernanceStore for SqliteStore {
 
     async fn insert_spend_logs(&self, rows: &[SpendLogRow]) -> Result<u64, StoreError> {
         let t = &schema::SPEND_LOGS;
-        let sql = format!(
-            "INSERT INTO \"{}\" ({}) VALUES ({}) ON CONFLICT (\"request_id\") DO NOTHING",
-            t.name,
-            t.column_list(),
-            vec!["?"; t.columns.len()].join(", ")
-        );
+        let per = t.rows_per_statement(999);
         let mut tx = self.pool.begin().await?;
         let mut n = 0;
-        for r in rows {
-            let mut q = sqlx::query(AssertSqlSafe(sql.clone()));
-            for v in r.to_row() {
-                q = bind(q, v);
+        for chunk in rows.chunks(per) {
+            let sql = t.insert_many_sql(chunk.len(), "request_id");
+            let sql = sql;
+            let mut q = sqlx::query(AssertSqlSafe(sql));
+            for r in chunk {
+                for v in r.to_row() {
+                    q = bind(q, v);
+                }
             }
             n += q.execute(&mut *tx).await?.rows_affected();
         }

@@ -241,6 +241,30 @@ pub(super) async fn spend_logs_case(s: &dyn GovernanceStore) {
         0,
         "same request_id written twice"
     );
+    // A batch larger than one multi-row statement (SQLite: 999 parameters), with one
+    // duplicate of an earlier row and one inside the batch itself.
+    let per = schema::SPEND_LOGS.rows_per_statement(999);
+    let mut many: Vec<SpendLogRow> = (0..per * 2 + 5)
+        .map(|i| row(&format!("bulk-{i}"), "h3", "2026-03-13T10:00:00Z", 0.0001))
+        .collect();
+    many.push(row("r2", "h3", "2026-03-13T10:00:00Z", 9.0));
+    many.push(row("bulk-0", "h3", "2026-03-13T10:00:00Z", 9.0));
+    assert_eq!(
+        s.insert_spend_logs(&many).await.unwrap(),
+        (per * 2 + 5) as u64
+    );
+    let h3 = s
+        .spend_logs(&SpendLogFilter {
+            api_key: Some("h3".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(h3.len(), per * 2 + 5);
+    assert!(
+        h3.iter().all(|r| r.spend == 0.0001),
+        "first row of an id wins"
+    );
     let h1 = s
         .spend_logs(&SpendLogFilter {
             api_key: Some("h1".into()),

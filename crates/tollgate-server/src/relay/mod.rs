@@ -84,8 +84,8 @@ pub struct Settled {
     pub cost_usd: f64,
     /// `x-litellm-key-spend` after this call, USD (virtual keys).
     pub key_spend: Option<f64>,
-    /// `x-ratelimit-*` headers counting the tokens actually used.
-    pub rate_headers: Vec<(String, String)>,
+    /// Remaining limits counting the tokens actually used (`x-ratelimit-*` headers).
+    pub rate_limits: Vec<tollgate_governance::admission::RateLimitStatus>,
 }
 
 /// Receives every finished call. Must not block: implementations queue work.
