@@ -370,7 +370,6 @@ impl GovernanceStore for SqliteStore {
         let mut n = 0;
         for chunk in rows.chunks(per) {
             let sql = t.insert_many_sql(chunk.len(), "request_id");
-            let sql = sql;
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for r in chunk {
                 for v in r.to_row() {
