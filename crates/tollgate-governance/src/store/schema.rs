@@ -361,9 +361,11 @@ impl Table {
     }
 
     /// Rows per multi-row statement so that `rows × columns` stays within `max_params` bound
-    /// parameters (SQLite's oldest default is 999, Postgres allows 65,535).
+    /// parameters (SQLite's oldest default is 999, Postgres allows 65,535), rounded down to a
+    /// power of two (see [`statement_sizes`]).
     pub fn rows_per_statement(&self, max_params: usize) -> usize {
-        (max_params / self.columns.len().max(1)).max(1)
+        let n = (max_params / self.columns.len().max(1)).max(1);
+        1 << n.ilog2()
     }
 
     /// Column names, quoted and comma-separated.
@@ -376,9 +378,38 @@ impl Table {
     }
 }
 
+/// Splits `rows` rows into statements of power-of-two sizes, largest first, none above
+/// `max_rows` (a power of two): e.g. 45 with 32 → 32, 8, 4, 1. Prepared statements are cached
+/// per SQL text, so this bounds the distinct multi-row statements a connection keeps to
+/// `log2(max_rows) + 1` however batch sizes vary.
+pub fn statement_sizes(rows: usize, max_rows: usize) -> impl Iterator<Item = usize> {
+    let max_rows = max_rows.max(1);
+    let mut left = rows;
+    std::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let n = (1usize << left.ilog2()).min(max_rows);
+        left -= n;
+        Some(n)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statement_sizes_are_bounded_powers_of_two() {
+        let v: Vec<usize> = statement_sizes(45, 32).collect();
+        assert_eq!(v, vec![32, 8, 4, 1]);
+        let v: Vec<usize> = statement_sizes(100, 32).collect();
+        assert_eq!(v, vec![32, 32, 32, 4]);
+        assert_eq!(statement_sizes(0, 32).count(), 0);
+        // 999 parameters / N columns, rounded down to a power of two
+        let per = SPEND_LOGS.rows_per_statement(999);
+        assert!(per.is_power_of_two() && per * SPEND_LOGS.columns.len() <= 999);
+    }
 
     #[test]
     fn create_statements_use_litellm_names_and_types() {

@@ -368,7 +368,10 @@ impl GovernanceStore for SqliteStore {
         let per = t.rows_per_statement(999);
         let mut tx = self.pool.begin().await?;
         let mut n = 0;
-        for chunk in rows.chunks(per) {
+        let mut rest = rows;
+        for size in schema::statement_sizes(rows.len(), per) {
+            let (chunk, tail) = rest.split_at(size);
+            rest = tail;
             let sql = t.insert_many_sql(chunk.len(), "request_id");
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for r in chunk {
