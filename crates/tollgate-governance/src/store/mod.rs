@@ -11,8 +11,10 @@
 mod codec;
 mod entities;
 mod keys;
+pub mod models;
 mod postgres;
 pub mod schema;
+pub mod secret_box;
 mod sqlite;
 mod writer;
 
@@ -22,7 +24,9 @@ use chrono::{DateTime, Utc};
 pub use codec::{GetCol, ToRow, Val};
 pub use entities::*;
 pub use keys::{SecretKey, hash_key, is_key_hash, mask_key};
+pub use models::ProxyModel;
 pub use postgres::PostgresStore;
+pub use secret_box::{SecretBox, SecretBoxError};
 pub use sqlite::SqliteStore;
 pub use writer::{FlushStats, SpendLogQueue, WriteBehind};
 
@@ -130,6 +134,15 @@ pub trait GovernanceStore: Send + Sync + 'static {
     async fn insert_spend_logs(&self, rows: &[SpendLogRow]) -> Result<u64, StoreError>;
     /// Reads spend-log rows, newest first.
     async fn spend_logs(&self, filter: &SpendLogFilter) -> Result<Vec<SpendLogRow>, StoreError>;
+    /// Inserts or replaces a model deployment (`"LiteLLM_ProxyModelTable"`, by `model_id`),
+    /// every string value of its `litellm_params` encrypted with `key` as LiteLLM does
+    /// ([`models::sealed`]).
+    async fn upsert_model(&self, model: &ProxyModel, key: &SecretBox) -> Result<(), StoreError>;
+    /// Deletes a model deployment by `model_id`; returns the count (0 = unknown id).
+    async fn delete_model(&self, model_id: &str) -> Result<u64, StoreError>;
+    /// Reads every stored model deployment, oldest first, `litellm_params` decrypted with `key`
+    /// (values that do not decrypt are kept as stored: [`models::opened`]).
+    async fn load_models(&self, key: &SecretBox) -> Result<Vec<ProxyModel>, StoreError>;
 }
 
 /// Where a scope's spend is stored.

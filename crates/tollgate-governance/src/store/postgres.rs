@@ -10,7 +10,9 @@ use sqlx::{AssertSqlSafe, PgPool, Row};
 
 use super::codec::{GetCol, ToRow, Val};
 use super::entities::*;
+use super::models::{self, ProxyModel};
 use super::schema::{self, Dialect, TABLES, Table};
+use super::secret_box::SecretBox;
 use super::{GovernanceStore, Snapshot, SpendLogFilter, StoreError, spend_target};
 use crate::admission::SpendSnapshot;
 
@@ -408,6 +410,21 @@ impl GovernanceStore for PostgresStore {
         rows.iter()
             .map(|r| SpendLogRow::from_row(&RowGet(r)))
             .collect()
+    }
+
+    async fn upsert_model(&self, model: &ProxyModel, key: &SecretBox) -> Result<(), StoreError> {
+        self.upsert(&models::sealed(model, key)).await
+    }
+
+    async fn delete_model(&self, model_id: &str) -> Result<u64, StoreError> {
+        self.delete_by(&models::PROXY_MODEL, "model_id", &[model_id.to_owned()])
+            .await
+    }
+
+    async fn load_models(&self, key: &SecretBox) -> Result<Vec<ProxyModel>, StoreError> {
+        let mut rows: Vec<ProxyModel> = self.load_table().await?;
+        models::sort(&mut rows);
+        Ok(rows.into_iter().map(|m| models::opened(m, key)).collect())
     }
 }
 

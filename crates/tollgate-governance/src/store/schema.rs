@@ -293,6 +293,7 @@ pub const TABLES: &[&Table] = &[
     &TEAM_MEMBERSHIP,
     &TAG,
     &SPEND_LOGS,
+    &super::models::PROXY_MODEL,
 ];
 
 /// Which SQL dialect.
