@@ -9,6 +9,7 @@
 //! Tables and columns are LiteLLM's ([`schema`]), so a LiteLLM database keeps working.
 
 mod codec;
+mod daily;
 mod entities;
 mod keys;
 pub mod models;

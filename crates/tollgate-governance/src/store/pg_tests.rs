@@ -6,10 +6,21 @@ use std::sync::Arc;
 
 use sqlx::postgres::PgConnectOptions;
 
-use super::tests::{round_trip, spend_logs_case, write_behind_case};
+use super::tests::{
+    Daily, DailyDb, LITELLM_DAILY_USER_DDL, daily_rollup_case, daily_select, round_trip,
+    spend_logs_case, write_behind_case,
+};
 use super::*;
 
 async fn pg_store(name: &str) -> Option<(PostgresStore, String, String)> {
+    let (s, url, schema) = pg_empty_store(name).await?;
+    s.migrate().await.unwrap();
+    s.migrate().await.unwrap(); // idempotent
+    Some((s, url, schema))
+}
+
+/// A store on a fresh, empty schema (not migrated).
+async fn pg_empty_store(name: &str) -> Option<(PostgresStore, String, String)> {
     let Ok(url) = std::env::var("TOLLGATE_TEST_DATABASE_URL") else {
         println!("SKIPPED postgres test {name}: TOLLGATE_TEST_DATABASE_URL is not set");
         return None;
@@ -31,8 +42,6 @@ async fn pg_store(name: &str) -> Option<(PostgresStore, String, String)> {
     let s = PostgresStore::connect_with(opts.options([("search_path", schema.as_str())]))
         .await
         .unwrap();
-    s.migrate().await.unwrap();
-    s.migrate().await.unwrap(); // idempotent
     Some((s, url, schema))
 }
 
@@ -83,5 +92,77 @@ async fn pg_write_behind() {
     let pool = s.pool().clone();
     write_behind_case(Arc::new(s)).await;
     pool.close().await;
+    drop_schema(&url, &schema).await;
+}
+
+#[async_trait::async_trait]
+impl DailyDb for PostgresStore {
+    async fn exec(&self, sql: &str) {
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(self.pool())
+            .await
+            .unwrap();
+    }
+    async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+            .fetch_one(self.pool())
+            .await
+            .unwrap()
+    }
+    async fn daily(&self, table: &str, entity: &str) -> Vec<Daily> {
+        use sqlx::Row;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(daily_select(table, entity)))
+            .fetch_all(self.pool())
+            .await
+            .unwrap();
+        rows.iter()
+            .map(|r| Daily {
+                entity: r.get(0),
+                date: r.get(1),
+                api_key: r.get(2),
+                model: r.get(3),
+                model_group: r.get(4),
+                provider: r.get(5),
+                mcp: r.get(6),
+                endpoint: r.get(7),
+                tokens: (r.get(8), r.get(9), r.get(10), r.get(11)),
+                spend: r.get(12),
+                requests: (r.get(13), r.get(14), r.get(15)),
+            })
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn pg_daily_rollups() {
+    let Some((s, url, schema)) = pg_store("daily").await else {
+        return;
+    };
+    daily_rollup_case(&s, &s).await;
+    s.pool().close().await;
+    drop_schema(&url, &schema).await;
+}
+
+/// A daily table and unique index LiteLLM created: migrate (twice) adds Tollgate's index next
+/// to LiteLLM's, and the upserts work on LiteLLM's NOT NULL columns.
+#[tokio::test]
+async fn pg_daily_rollups_on_a_litellm_created_table() {
+    let Some((s, url, schema)) = pg_empty_store("daily_litellm").await else {
+        return;
+    };
+    for sql in LITELLM_DAILY_USER_DDL {
+        s.exec(sql).await;
+    }
+    s.migrate().await.unwrap();
+    s.migrate().await.unwrap();
+    let both = s
+        .count(
+            "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'LiteLLM_DailyUserSpend' \
+             AND indexname IN ('LiteLLM_DailyUserSpend_user_id_date_api_key_model_custom_ll_key', 'tollgate_daily_user_spend_uniq')",
+        )
+        .await;
+    assert_eq!(both, 2);
+    daily_rollup_case(&s, &s).await;
+    s.pool().close().await;
     drop_schema(&url, &schema).await;
 }

@@ -294,6 +294,11 @@ pub const TABLES: &[&Table] = &[
     &TAG,
     &SPEND_LOGS,
     &super::models::PROXY_MODEL,
+    &super::daily::DAILY_USER_SPEND,
+    &super::daily::DAILY_TEAM_SPEND,
+    &super::daily::DAILY_ORGANIZATION_SPEND,
+    &super::daily::DAILY_END_USER_SPEND,
+    &super::daily::DAILY_TAG_SPEND,
 ];
 
 /// Which SQL dialect.

@@ -7,6 +7,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions, SqliteRow};
 use sqlx::{AssertSqlSafe, Row, SqlitePool};
 
 use super::codec::{GetCol, ToRow, Val};
+use super::daily;
 use super::entities::*;
 use super::models::{self, ProxyModel};
 use super::schema::{self, Dialect, TABLES, Table};
@@ -211,6 +212,10 @@ impl GovernanceStore for SqliteStore {
                 }
             }
         }
+        // the conflict targets of the daily roll-up upserts (after their tables exist)
+        for sql in daily::create_index_sql() {
+            sqlx::query(AssertSqlSafe(sql)).execute(&self.pool).await?;
+        }
         Ok(())
     }
 
@@ -369,19 +374,37 @@ impl GovernanceStore for SqliteStore {
         let t = &schema::SPEND_LOGS;
         let per = t.rows_per_statement(999);
         let mut tx = self.pool.begin().await?;
-        let mut n = 0;
+        // ids the database inserted (a duplicate `request_id` is skipped and not returned), so
+        // the daily roll-ups below count each request once
+        let mut inserted: Vec<String> = Vec::with_capacity(rows.len());
         let mut rest = rows;
         for size in schema::statement_sizes(rows.len(), per) {
             let (chunk, tail) = rest.split_at(size);
             rest = tail;
-            let sql = t.insert_many_sql(chunk.len(), "request_id");
+            let sql = format!(
+                "{} RETURNING \"request_id\"",
+                t.insert_many_sql(chunk.len(), "request_id")
+            );
             let mut q = sqlx::query(AssertSqlSafe(sql));
             for r in chunk {
                 for v in r.to_row() {
                     q = bind(q, v);
                 }
             }
-            n += q.execute(&mut *tx).await?.rows_affected();
+            for row in q.fetch_all(&mut *tx).await? {
+                inserted.push(row.try_get::<String, _>(0)?);
+            }
+        }
+        let n = inserted.len() as u64;
+        let new_rows = daily::inserted_rows(rows, inserted);
+        for up in daily::upserts(&new_rows, 999, Utc::now()) {
+            // not cached: row counts vary per flush and per table, and the statement cache is
+            // kept for the spend-log and entity statements
+            let mut q = sqlx::query(AssertSqlSafe(up.sql)).persistent(false);
+            for v in up.values {
+                q = bind(q, v);
+            }
+            q.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(n)

@@ -471,3 +471,311 @@ async fn file_database_survives_reopen() {
     s.pool().close().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One daily roll-up row as read back (`id`, `created_at`, `updated_at` are checked apart).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Daily {
+    pub entity: String,
+    pub date: String,
+    pub api_key: String,
+    pub model: String,
+    pub model_group: Option<String>,
+    pub provider: String,
+    pub mcp: String,
+    pub endpoint: String,
+    /// prompt, completion, cache read, cache creation tokens
+    pub tokens: (i64, i64, i64, i64),
+    pub spend: f64,
+    /// api, successful, failed requests
+    pub requests: (i64, i64, i64),
+}
+
+/// Raw SQL the daily roll-up tests need, per backend.
+#[async_trait::async_trait]
+pub(super) trait DailyDb: Sync {
+    /// Runs a statement.
+    async fn exec(&self, sql: &str);
+    /// A `SELECT COUNT(*) …`.
+    async fn count(&self, sql: &str) -> i64;
+    /// Rows of a daily table, ordered by entity, date, api_key, model.
+    async fn daily(&self, table: &str, entity: &str) -> Vec<Daily>;
+}
+
+/// `SELECT` of [`DailyDb::daily`], the entity column aliased `e`.
+pub(super) fn daily_select(table: &str, entity: &str) -> String {
+    format!(
+        "SELECT \"{entity}\" AS e, \"date\", \"api_key\", \"model\", \"model_group\", \"custom_llm_provider\", \
+         \"mcp_namespaced_tool_name\", \"endpoint\", \"prompt_tokens\", \"completion_tokens\", \
+         \"cache_read_input_tokens\", \"cache_creation_input_tokens\", \"spend\", \"api_requests\", \
+         \"successful_requests\", \"failed_requests\" FROM \"{table}\" ORDER BY \"{entity}\", \"date\", \"api_key\", \"model\""
+    )
+}
+
+#[async_trait::async_trait]
+impl DailyDb for SqliteStore {
+    async fn exec(&self, sql: &str) {
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(self.pool())
+            .await
+            .unwrap();
+    }
+    async fn count(&self, sql: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_owned()))
+            .fetch_one(self.pool())
+            .await
+            .unwrap()
+    }
+    async fn daily(&self, table: &str, entity: &str) -> Vec<Daily> {
+        use sqlx::Row;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(daily_select(table, entity)))
+            .fetch_all(self.pool())
+            .await
+            .unwrap();
+        rows.iter()
+            .map(|r| Daily {
+                entity: r.get(0),
+                date: r.get(1),
+                api_key: r.get(2),
+                model: r.get(3),
+                model_group: r.get(4),
+                provider: r.get(5),
+                mcp: r.get(6),
+                endpoint: r.get(7),
+                tokens: (r.get(8), r.get(9), r.get(10), r.get(11)),
+                spend: r.get(12),
+                requests: (r.get(13), r.get(14), r.get(15)),
+            })
+            .collect()
+    }
+}
+
+/// LiteLLM's own DDL for `"LiteLLM_DailyUserSpend"` and its unique index (Prisma migration,
+/// current schema), to check that migrate and the upserts work on a table LiteLLM created.
+pub(super) const LITELLM_DAILY_USER_DDL: [&str; 2] = [
+    "CREATE TABLE \"LiteLLM_DailyUserSpend\" (\"id\" TEXT NOT NULL, \"user_id\" TEXT, \"date\" TEXT NOT NULL, \
+     \"api_key\" TEXT NOT NULL, \"model\" TEXT, \"model_group\" TEXT, \"custom_llm_provider\" TEXT, \
+     \"mcp_namespaced_tool_name\" TEXT, \"endpoint\" TEXT, \"prompt_tokens\" BIGINT NOT NULL DEFAULT 0, \
+     \"completion_tokens\" BIGINT NOT NULL DEFAULT 0, \"cache_read_input_tokens\" BIGINT NOT NULL DEFAULT 0, \
+     \"cache_creation_input_tokens\" BIGINT NOT NULL DEFAULT 0, \"spend\" DOUBLE PRECISION NOT NULL DEFAULT 0.0, \
+     \"api_requests\" BIGINT NOT NULL DEFAULT 0, \"successful_requests\" BIGINT NOT NULL DEFAULT 0, \
+     \"failed_requests\" BIGINT NOT NULL DEFAULT 0, \"created_at\" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+     \"updated_at\" TIMESTAMP(3) NOT NULL, CONSTRAINT \"LiteLLM_DailyUserSpend_pkey\" PRIMARY KEY (\"id\"))",
+    "CREATE UNIQUE INDEX \"LiteLLM_DailyUserSpend_user_id_date_api_key_model_custom_ll_key\" ON \"LiteLLM_DailyUserSpend\" \
+     (\"user_id\", \"date\", \"api_key\", \"model\", \"custom_llm_provider\", \"mcp_namespaced_tool_name\", \"endpoint\")",
+];
+
+fn daily_log(
+    id: &str,
+    start: &str,
+    spend: f64,
+    status: Option<&str>,
+    (prompt, completion): (i64, i64),
+) -> SpendLogRow {
+    SpendLogRow {
+        request_id: id.into(),
+        call_type: "acompletion".into(),
+        api_key: "h1".into(),
+        spend,
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: prompt + completion,
+        start_time: t(start),
+        end_time: t(start),
+        model: "gpt-4o".into(),
+        model_group: Some("gpt-4o".into()),
+        custom_llm_provider: Some("openai".into()),
+        user: Some("u1".into()),
+        team_id: Some("t1".into()),
+        request_tags: json!(["prod"]),
+        status: status.map(Into::into),
+        ..SpendLogRow::default()
+    }
+}
+
+/// Daily roll-ups: exact sums per (entity, date, key, model, provider) tuple; a duplicate
+/// `request_id` (in a later batch or within a batch) counts once; `startTime` on either side
+/// of midnight UTC lands on two dates; rows without an entity are skipped for that table.
+pub(super) async fn daily_rollup_case(s: &dyn GovernanceStore, db: &dyn DailyDb) {
+    let r1 = SpendLogRow {
+        organization_id: Some("o1".into()),
+        end_user: Some("c1".into()),
+        request_tags: json!(["prod", "beta"]),
+        metadata: json!({"additional_usage_values": {"cache_read_input_tokens": 40}}),
+        ..daily_log(
+            "r1",
+            "2026-03-14T10:00:00Z",
+            0.5,
+            Some("success"),
+            (100, 10),
+        )
+    };
+    let r2 = daily_log(
+        "r2",
+        "2026-03-14T11:00:00Z",
+        0.25,
+        Some("failure"),
+        (200, 0),
+    );
+    let r3 = SpendLogRow {
+        user: Some("u2".into()),
+        api_key: "h2".into(),
+        model: "claude-sonnet-4".into(),
+        model_group: Some("claude".into()),
+        custom_llm_provider: Some("anthropic".into()),
+        request_tags: serde_json::Value::Null,
+        metadata: json!({"usage_object": {"cache_creation_input_tokens": 7}}),
+        ..daily_log(
+            "r3",
+            "2026-03-14T12:00:00Z",
+            0.125,
+            Some("success"),
+            (50, 5),
+        )
+    };
+    let r4 = daily_log(
+        "r4",
+        "2026-03-14T23:59:59.999Z",
+        1.0,
+        Some("success"),
+        (1, 1),
+    );
+    let r5 = daily_log("r5", "2026-03-15T00:00:00Z", 2.0, None, (2, 2));
+    let r6 = SpendLogRow {
+        user: None,
+        team_id: None,
+        request_tags: json!([]),
+        ..daily_log("r6", "2026-03-14T09:00:00Z", 8.0, Some("success"), (9, 9))
+    };
+    let batch1 = vec![r1, r2.clone(), r3, r4, r5, r6];
+    assert_eq!(s.insert_spend_logs(&batch1).await.unwrap(), 6);
+
+    let gpt = |e: &str, date: &str, tokens, spend, requests| Daily {
+        entity: e.into(),
+        date: date.into(),
+        api_key: "h1".into(),
+        model: "gpt-4o".into(),
+        model_group: Some("gpt-4o".into()),
+        provider: "openai".into(),
+        mcp: String::new(),
+        endpoint: String::new(),
+        tokens,
+        spend,
+        requests,
+    };
+    let claude = |e: &str| Daily {
+        entity: e.into(),
+        date: "2026-03-14".into(),
+        api_key: "h2".into(),
+        model: "claude-sonnet-4".into(),
+        model_group: Some("claude".into()),
+        provider: "anthropic".into(),
+        mcp: String::new(),
+        endpoint: String::new(),
+        tokens: (50, 5, 0, 7),
+        spend: 0.125,
+        requests: (1, 1, 0),
+    };
+    // r1 + r2 + r4 (23:59:59.999 is still the 14th), then r5 alone on the 15th (no status:
+    // failed); r6 names no user, team, org, end user or tag
+    let day14 = |e: &str| gpt(e, "2026-03-14", (301, 11, 40, 0), 1.75, (3, 2, 1));
+    let day15 = |e: &str| gpt(e, "2026-03-15", (2, 2, 0, 0), 2.0, (1, 0, 1));
+    let r1_only = |e: &str| gpt(e, "2026-03-14", (100, 10, 40, 0), 0.5, (1, 1, 0));
+    let user = "LiteLLM_DailyUserSpend";
+    let team = "LiteLLM_DailyTeamSpend";
+    let org = "LiteLLM_DailyOrganizationSpend";
+    let end_user = "LiteLLM_DailyEndUserSpend";
+    let tag = "LiteLLM_DailyTagSpend";
+    assert_eq!(
+        db.daily(user, "user_id").await,
+        [day14("u1"), day15("u1"), claude("u2")]
+    );
+    assert_eq!(
+        db.daily(team, "team_id").await,
+        [day14("t1"), claude("t1"), day15("t1")]
+    );
+    assert_eq!(db.daily(org, "organization_id").await, [r1_only("o1")]);
+    assert_eq!(db.daily(end_user, "end_user_id").await, [r1_only("c1")]);
+    assert_eq!(
+        db.daily(tag, "tag").await,
+        [r1_only("beta"), day14("prod"), day15("prod")]
+    );
+
+    // second batch: r2 again (different values: must not count), r7 new, r7 again
+    let r7 = daily_log(
+        "r7",
+        "2026-03-14T13:00:00Z",
+        0.0625,
+        Some("success"),
+        (1000, 100),
+    );
+    let batch2 = vec![
+        SpendLogRow { spend: 64.0, ..r2 },
+        r7.clone(),
+        SpendLogRow { spend: 32.0, ..r7 },
+    ];
+    assert_eq!(s.insert_spend_logs(&batch2).await.unwrap(), 1);
+    let day14 = |e: &str| gpt(e, "2026-03-14", (1301, 111, 40, 0), 1.8125, (4, 3, 1));
+    let after = [
+        (
+            user,
+            "user_id",
+            vec![day14("u1"), day15("u1"), claude("u2")],
+        ),
+        (
+            team,
+            "team_id",
+            vec![day14("t1"), claude("t1"), day15("t1")],
+        ),
+        (org, "organization_id", vec![r1_only("o1")]),
+        (end_user, "end_user_id", vec![r1_only("c1")]),
+        (
+            tag,
+            "tag",
+            vec![r1_only("beta"), day14("prod"), day15("prod")],
+        ),
+    ];
+    for (table, col, want) in &after {
+        assert_eq!(&db.daily(table, col).await, want, "{table}");
+    }
+    // the whole first batch again: nothing inserted, nothing counted
+    assert_eq!(s.insert_spend_logs(&batch1).await.unwrap(), 0);
+    for (table, col, want) in &after {
+        assert_eq!(&db.daily(table, col).await, want, "{table} after a replay");
+    }
+    // every row has a uuid id and both timestamps
+    for (table, _, want) in &after {
+        let ok = db
+            .count(&format!(
+                "SELECT COUNT(*) FROM \"{table}\" WHERE length(\"id\") = 36 AND \"created_at\" IS NOT NULL AND \"updated_at\" IS NOT NULL"
+            ))
+            .await;
+        assert_eq!(ok, want.len() as i64, "{table}");
+    }
+}
+
+#[tokio::test]
+async fn daily_rollups_count_inserted_rows_once() {
+    let s = store().await;
+    s.migrate().await.unwrap(); // a second migrate keeps the tables and indexes
+    daily_rollup_case(&s, &s).await;
+}
+
+/// A daily table and unique index LiteLLM created: migrate (twice) adds Tollgate's index next
+/// to LiteLLM's and the upserts work on LiteLLM's NOT NULL columns.
+#[tokio::test]
+async fn daily_rollups_on_a_litellm_created_table() {
+    let s = SqliteStore::open(":memory:").await.unwrap();
+    for sql in LITELLM_DAILY_USER_DDL {
+        s.exec(sql).await;
+    }
+    s.migrate().await.unwrap();
+    s.migrate().await.unwrap();
+    let both = s
+        .count(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'LiteLLM_DailyUserSpend' \
+             AND name IN ('LiteLLM_DailyUserSpend_user_id_date_api_key_model_custom_ll_key', 'tollgate_daily_user_spend_uniq')",
+        )
+        .await;
+    assert_eq!(both, 2);
+    daily_rollup_case(&s, &s).await;
+}
