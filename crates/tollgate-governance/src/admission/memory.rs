@@ -173,6 +173,7 @@ impl InMemoryCounterStore {
                 return Err(Denial::Budget {
                     scope: i,
                     current_units,
+                    reserved_units: st.reserved,
                     max_units,
                 });
             }
@@ -385,6 +386,7 @@ impl CounterStore for InMemoryCounterStore {
             reserved: units_to_usd(st.reserved),
             budget_reset_at: st.budget_reset_at,
             in_flight: st.in_flight,
+            window_tokens: st.window_tokens.saturating_add(st.reserved_tokens),
         })
     }
 

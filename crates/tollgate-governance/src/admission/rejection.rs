@@ -122,11 +122,23 @@ impl Rejection {
             Denial::Budget {
                 scope,
                 current_units,
+                reserved_units,
                 max_units,
             } => {
                 let s = &scopes[scope];
                 let (current_cost, max_budget) =
                     (units_to_usd(current_units), units_to_usd(max_units));
+                // The settled spend, and what requests in flight hold on top of it: a budget
+                // can refuse before its spend reaches the cap (see the module docs).
+                let cost_text = if reserved_units > 0 {
+                    format!(
+                        "{} (+ {} reserved by requests in flight)",
+                        units_to_usd(current_units - reserved_units),
+                        units_to_usd(reserved_units)
+                    )
+                } else {
+                    current_cost.to_string()
+                };
                 let status = if s.key.kind == ScopeKind::ModelPerKey {
                     model_budget_status
                 } else {
@@ -136,7 +148,7 @@ impl Rejection {
                     status,
                     error_type: "budget_exceeded",
                     message: format!(
-                        "Budget has been exceeded! {}={} Current cost: {current_cost}, Max budget: {max_budget}",
+                        "Budget has been exceeded! {}={} Current cost: {cost_text}, Max budget: {max_budget}",
                         s.key.kind.label(),
                         s.display
                     ),

@@ -104,6 +104,8 @@ pub enum Denial {
         scope: usize,
         /// Settled spend + in-flight reservations, money units.
         current_units: i64,
+        /// The in-flight reservations alone, money units.
+        reserved_units: i64,
         /// The cap, money units.
         max_units: i64,
     },
@@ -158,6 +160,9 @@ pub struct ScopeSpend {
     pub budget_reset_at: Option<DateTime<Utc>>,
     /// Requests in flight.
     pub in_flight: u64,
+    /// Tokens counted in the current rate window: settled plus reserved by requests in flight
+    /// (as of the window's last use).
+    pub window_tokens: u64,
 }
 
 /// A scope whose spend changed since the last [`CounterStore::drain_dirty`]; written behind to

@@ -728,3 +728,26 @@ fn concurrent_spend_stays_within_the_documented_bound() {
         "admitted {admitted}"
     );
 }
+
+#[test]
+fn a_refusal_caused_by_requests_in_flight_says_so() {
+    let (adm, _clock) = engine();
+    let scope = ScopeKey::new(ScopeKind::Team, "t");
+    let sr = || vec![ScopeRequest::new(scope.clone(), budget(10.0))];
+    adm.set_spend(&scope, 6.0, None);
+    let held = adm.admit(req("a", sr(), est(5.0))).unwrap();
+    let rej = adm.admit(req("b", sr(), est(0.5))).unwrap_err();
+    assert_eq!(
+        rej.message,
+        "Budget has been exceeded! Team=t Current cost: 6 (+ 5 reserved by requests in flight), Max budget: 10"
+    );
+    assert_eq!(
+        rej.reason,
+        RejectReason::Budget {
+            current_cost: 11.0,
+            max_budget: 10.0
+        }
+    );
+    drop(held);
+    assert!(adm.admit(req("c", sr(), est(0.5))).is_ok());
+}

@@ -240,10 +240,11 @@ impl Governance {
     }
 
     /// [`Self::settle`], also returning the remaining-limit values (for `x-ratelimit-*`
-    /// headers, [`crate::admission::rate_limit_headers`]) corrected for the tokens actually
-    /// used: the admission's remaining-token values counted this request's reservation; after
-    /// settlement they count its real total (B11: a 150-token answer in a 30-token window
-    /// leaves 0 remaining).
+    /// headers, [`crate::admission::rate_limit_headers`]) with remaining tokens read from the
+    /// counters after settlement: the window's settled tokens plus what requests in flight
+    /// reserve (B11: a 150-token answer in a 30-token window leaves 0 remaining; a 9-token
+    /// answer in a 100-token window leaves 91, not the admission's view with its worst-case
+    /// reservation).
     pub fn settle_reporting(
         &self,
         charge: Charge,
@@ -256,19 +257,15 @@ impl Governance {
         } = charge;
         let usage = outcome.usage.unwrap_or_default();
         let cost_usd = price.as_ref().map_or(0.0, |p| cost(&usage, p));
-        let reserved_tokens = reservation.estimate().tokens();
         let mut rates = reservation.rate_limits().to_vec();
+        let settlement = reservation.settle(&usage, cost_usd).ok()?;
         for r in &mut rates {
-            if let Some(rem) = r.remaining_tokens.as_mut() {
-                *rem = rem
-                    .saturating_add(reserved_tokens)
-                    .saturating_sub(usage.total_tokens());
-                if let Some(limit) = r.limit_tokens {
-                    *rem = (*rem).min(limit);
-                }
+            if let (Some(rem), Some(limit)) = (r.remaining_tokens.as_mut(), r.limit_tokens)
+                && let Some(now) = self.admission.spend(&r.scope)
+            {
+                *rem = limit.saturating_sub(now.window_tokens);
             }
         }
-        let settlement = reservation.settle(&usage, cost_usd).ok()?;
         log.spend = settlement.cost_usd;
         log.prompt_tokens = i64::try_from(usage.prompt_tokens).unwrap_or(i64::MAX);
         log.completion_tokens = i64::try_from(usage.completion_tokens).unwrap_or(i64::MAX);
