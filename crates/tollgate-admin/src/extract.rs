@@ -144,3 +144,34 @@ mod tests {
         assert!(model_max_budget(bad.as_object().unwrap()).is_err());
     }
 }
+
+/// Deserializes a field that distinguishes absent (`None`, via `#[serde(default)]`), `null`
+/// (`Some(None)`: clear the limit, as LiteLLM's `/key/update` with `"max_budget": null`) and a
+/// value (`Some(Some(v))`).
+pub(crate) fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+/// Sets `slot` from a nullable field: absent keeps it, `null` clears it, a value must not be
+/// negative (400 naming `field`).
+pub(crate) fn set_limit<T: PartialOrd + Default + Copy + std::fmt::Display>(
+    field: &str,
+    slot: &mut Option<T>,
+    v: Option<Option<T>>,
+) -> ApiResult<()> {
+    match v {
+        None => {}
+        Some(None) => *slot = None,
+        Some(Some(x)) if x < T::default() => {
+            return Err(ApiError::bad_request(format!(
+                "{field} must not be negative, got {x}"
+            )));
+        }
+        Some(Some(x)) => *slot = Some(x),
+    }
+    Ok(())
+}

@@ -5,7 +5,9 @@
 //! Units: budgets in USD, `tpm_limit` in tokens (input + output) per minute, `rpm_limit` in
 //! requests per minute. `model_rpm_limit`, `model_tpm_limit` and `tags` are kept in `metadata`
 //! as LiteLLM does; `soft_budget` lives on a budget tier (`budget_id`), created for the key when
-//! it has none. Absent or `null` fields leave the row as it is (LiteLLM's `exclude_none`).
+//! it has none. Absent fields leave the row as it is; `null` clears `max_budget`, `tpm_limit`,
+//! `rpm_limit` and `max_parallel_requests` (no limit), as LiteLLM lets `/key/update` remove a
+//! budget; negative values are refused.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -35,13 +37,21 @@ pub(crate) struct KeyFields {
     pub config: Option<Map<String, Value>>,
     pub permissions: Option<Map<String, Value>>,
     pub spend: Option<f64>,
-    pub max_budget: Option<f64>,
+    /// Absent: unchanged; `null`: cleared (no limit).
+    #[serde(deserialize_with = "extract::nullable")]
+    pub max_budget: Option<Option<f64>>,
     pub soft_budget: Option<f64>,
     pub budget_duration: Option<String>,
     pub budget_id: Option<String>,
-    pub tpm_limit: Option<i64>,
-    pub rpm_limit: Option<i64>,
-    pub max_parallel_requests: Option<i64>,
+    /// Absent: unchanged; `null`: cleared (no limit).
+    #[serde(deserialize_with = "extract::nullable")]
+    pub tpm_limit: Option<Option<i64>>,
+    /// Absent: unchanged; `null`: cleared (no limit).
+    #[serde(deserialize_with = "extract::nullable")]
+    pub rpm_limit: Option<Option<i64>>,
+    /// Absent: unchanged; `null`: cleared (no limit).
+    #[serde(deserialize_with = "extract::nullable")]
+    pub max_parallel_requests: Option<Option<i64>>,
     pub model_max_budget: Option<Map<String, Value>>,
     pub model_rpm_limit: Option<BTreeMap<String, u64>>,
     pub model_tpm_limit: Option<BTreeMap<String, u64>>,
@@ -197,18 +207,14 @@ impl KeyFields {
         if let Some(s) = self.spend {
             row.spend = s;
         }
-        if let Some(b) = self.max_budget {
-            row.max_budget = Some(b);
-        }
-        if let Some(v) = self.tpm_limit {
-            row.tpm_limit = Some(v);
-        }
-        if let Some(v) = self.rpm_limit {
-            row.rpm_limit = Some(v);
-        }
-        if let Some(v) = self.max_parallel_requests {
-            row.max_parallel_requests = Some(v);
-        }
+        extract::set_limit("max_budget", &mut row.max_budget, self.max_budget)?;
+        extract::set_limit("tpm_limit", &mut row.tpm_limit, self.tpm_limit)?;
+        extract::set_limit("rpm_limit", &mut row.rpm_limit, self.rpm_limit)?;
+        extract::set_limit(
+            "max_parallel_requests",
+            &mut row.max_parallel_requests,
+            self.max_parallel_requests,
+        )?;
         if let Some(b) = self.blocked {
             row.blocked = Some(b);
         }

@@ -65,12 +65,20 @@ struct TeamFields {
     team_alias: Option<String>,
     organization_id: Option<String>,
     models: Option<Vec<String>>,
-    max_budget: Option<f64>,
+    /// Absent: unchanged; `null`: cleared (no limit).
+    #[serde(deserialize_with = "extract::nullable")]
+    max_budget: Option<Option<f64>>,
     soft_budget: Option<f64>,
     budget_duration: Option<String>,
-    tpm_limit: Option<i64>,
-    rpm_limit: Option<i64>,
-    max_parallel_requests: Option<i64>,
+    /// Absent: unchanged; `null`: cleared (no limit).
+    #[serde(deserialize_with = "extract::nullable")]
+    tpm_limit: Option<Option<i64>>,
+    /// Absent: unchanged; `null`: cleared (no limit).
+    #[serde(deserialize_with = "extract::nullable")]
+    rpm_limit: Option<Option<i64>>,
+    /// Absent: unchanged; `null`: cleared (no limit).
+    #[serde(deserialize_with = "extract::nullable")]
+    max_parallel_requests: Option<Option<i64>>,
     model_max_budget: Option<Map<String, Value>>,
     model_rpm_limit: Option<BTreeMap<String, u64>>,
     model_tpm_limit: Option<BTreeMap<String, u64>>,
@@ -116,21 +124,17 @@ impl TeamFields {
         if let Some(m) = &self.models {
             t.models = m.clone();
         }
-        if let Some(v) = self.max_budget {
-            t.max_budget = Some(v);
-        }
+        extract::set_limit("max_budget", &mut t.max_budget, self.max_budget)?;
         if let Some(v) = self.soft_budget {
             t.soft_budget = Some(v);
         }
-        if let Some(v) = self.tpm_limit {
-            t.tpm_limit = Some(v);
-        }
-        if let Some(v) = self.rpm_limit {
-            t.rpm_limit = Some(v);
-        }
-        if let Some(v) = self.max_parallel_requests {
-            t.max_parallel_requests = Some(v);
-        }
+        extract::set_limit("tpm_limit", &mut t.tpm_limit, self.tpm_limit)?;
+        extract::set_limit("rpm_limit", &mut t.rpm_limit, self.rpm_limit)?;
+        extract::set_limit(
+            "max_parallel_requests",
+            &mut t.max_parallel_requests,
+            self.max_parallel_requests,
+        )?;
         if let Some(b) = self.blocked {
             t.blocked = b;
         }

@@ -125,6 +125,37 @@ async fn update_is_in_force_on_the_next_request() {
     // and the store has it
     let stored = h.gov.store().load().await.unwrap();
     assert_eq!(stored.keys[0].max_budget, Some(3.0));
+    // null clears a limit (LiteLLM: remove a key's max budget), absence keeps it
+    let (s, v) = h
+        .post(
+            "/key/update",
+            json!({"key": "sk-1234", "max_budget": null, "rpm_limit": 5}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["max_budget"], Value::Null);
+    assert_eq!(v["rpm_limit"], 5);
+    let p = h.gov.principal(&hash).unwrap();
+    let scopes = h.gov.scopes(Some(&p), RequestFacts::default()).unwrap();
+    assert_eq!(scopes[0].limits.max_budget, None);
+    assert_eq!(scopes[0].limits.rpm_limit, Some(5));
+    let (s, v) = h
+        .post("/key/update", json!({"key": "sk-1234", "tpm_limit": 7}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (v["rpm_limit"].clone(), v["tpm_limit"].clone()),
+        (json!(5), json!(7))
+    );
+    // a negative limit is refused
+    let (s, v) = h
+        .post("/key/update", json!({"key": "sk-1234", "max_budget": -1.0}))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(
+        v["error"]["message"],
+        "max_budget must not be negative, got -1"
+    );
     // unknown key
     let (s, _) = h
         .post("/key/update", json!({"key": "sk-nope", "max_budget": 1.0}))
