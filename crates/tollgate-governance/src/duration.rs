@@ -111,6 +111,23 @@ impl BudgetDuration {
         }
     }
 
+    /// The start of the window that [`Self::next_reset`] ends: that reset time minus one
+    /// period (calendar months for `mo`). Used to re-derive a window's spend from spend logs.
+    pub fn window_start(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        let next = self.next_reset(now);
+        let back = |d: ChronoDuration| next.checked_sub_signed(d).unwrap_or(next);
+        let start = match *self {
+            Self::Seconds(n) => back(ChronoDuration::seconds(n.into())),
+            Self::Minutes(n) => back(ChronoDuration::minutes(n.into())),
+            Self::Hours(n) => back(ChronoDuration::hours(n.into())),
+            Self::Days(n) => back(ChronoDuration::days(n.into())),
+            Self::Weeks(n) => back(ChronoDuration::weeks(n.into())),
+            Self::Months(n) => next.checked_sub_months(Months::new(n)).unwrap_or(next),
+        };
+        // an aligned period clamped at midnight starts no later than now
+        start.min(now)
+    }
+
     /// The next standardised reset time strictly after `now` (see the module table).
     pub fn next_reset(&self, now: DateTime<Utc>) -> DateTime<Utc> {
         let day_start = midnight(now);
@@ -200,6 +217,27 @@ impl Clock for ManualClock {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn window_start_is_one_period_before_the_next_reset() {
+        let now = DateTime::parse_from_rfc3339("2026-03-14T10:17:42Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        assert_eq!(
+            BudgetDuration::Minutes(10).window_start(now),
+            at("2026-03-14T10:10:00Z")
+        );
+        assert_eq!(
+            BudgetDuration::Days(1).window_start(now),
+            at("2026-03-14T00:00:00Z")
+        );
+        assert_eq!(
+            BudgetDuration::Months(1).window_start(now),
+            at("2026-03-01T00:00:00Z")
+        );
+    }
+
     use super::*;
 
     fn t(s: &str) -> DateTime<Utc> {

@@ -130,6 +130,17 @@ impl Governance {
         );
         let entities = Entities::from_snapshot(snapshot);
         seed_spend(&admission, &entities);
+        // The whole proxy's spend lives only in the spend logs: its window's sum.
+        let now = admission.now();
+        let window = options.global.budget_duration;
+        let global = store
+            .spend_since(window.map(|d| d.window_start(now)))
+            .await?;
+        admission.set_spend(
+            &ScopeKey::global(),
+            global,
+            window.map(|d| d.next_reset(now)),
+        );
         Ok(Self {
             store,
             admission,

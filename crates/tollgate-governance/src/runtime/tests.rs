@@ -109,6 +109,17 @@ async fn admit_settle_and_write_behind() {
     assert_eq!(rows[0].status.as_deref(), Some("success"));
     let stored = g.store().load().await.unwrap();
     assert!((stored.keys[0].spend - 0.0025).abs() < 1e-12);
+    // a restart re-derives the whole proxy's spend from the spend logs (it has no column)
+    assert!((g.spend_of(&ScopeKey::global()) - 0.002).abs() < 1e-12);
+    let again = Governance::open(
+        Arc::clone(g.store()),
+        PriceTable::new(),
+        GovernanceOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!((again.spend_of(&ScopeKey::global()) - 0.002).abs() < 1e-12);
+    assert!((again.spend_of(&ScopeKey::key(&hash)) - 0.0025).abs() < 1e-12);
 
     // next request: 0.0025 + 0.0002 reserved < 0.003 admits; once spend reaches the cap, refused
     g.admission().set_spend(&ScopeKey::key(&hash), 0.003, None);

@@ -135,6 +135,10 @@ pub trait GovernanceStore: Send + Sync + 'static {
     async fn insert_spend_logs(&self, rows: &[SpendLogRow]) -> Result<u64, StoreError>;
     /// Reads spend-log rows, newest first.
     async fn spend_logs(&self, filter: &SpendLogFilter) -> Result<Vec<SpendLogRow>, StoreError>;
+    /// Sum of spend-log `spend` (USD) with `startTime >= since` (all rows when `None`): the
+    /// whole proxy's spend, which has no column of its own (LiteLLM's `/global/spend` sums the
+    /// logs too). Seeds the global budget counter at start.
+    async fn spend_since(&self, since: Option<DateTime<Utc>>) -> Result<f64, StoreError>;
     /// Inserts or replaces a model deployment (`"LiteLLM_ProxyModelTable"`, by `model_id`),
     /// every string value of its `litellm_params` encrypted with `key` as LiteLLM does
     /// ([`models::sealed`]).

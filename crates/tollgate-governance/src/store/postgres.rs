@@ -435,6 +435,25 @@ impl GovernanceStore for PostgresStore {
             .collect()
     }
 
+    async fn spend_since(&self, since: Option<DateTime<Utc>>) -> Result<f64, StoreError> {
+        let row: (Option<f64>,) = match since {
+            Some(t) => {
+                sqlx::query_as(
+                    "SELECT SUM(\"spend\")::float8 FROM \"LiteLLM_SpendLogs\" WHERE \"startTime\" >= $1",
+                )
+                .bind(naive(t))
+                .fetch_one(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query_as("SELECT SUM(\"spend\")::float8 FROM \"LiteLLM_SpendLogs\"")
+                    .fetch_one(&self.pool)
+                    .await?
+            }
+        };
+        Ok(row.0.unwrap_or(0.0))
+    }
+
     async fn upsert_model(&self, model: &ProxyModel, key: &SecretBox) -> Result<(), StoreError> {
         self.upsert(&models::sealed(model, key)).await
     }

@@ -236,6 +236,13 @@ pub(super) async fn spend_logs_case(s: &dyn GovernanceStore) {
         row("r3", "h2", "2026-03-14T12:00:00Z", 0.001),
     ];
     assert_eq!(s.insert_spend_logs(&rows).await.unwrap(), 3);
+    let all = s.spend_since(None).await.unwrap();
+    assert!((all - 0.007).abs() < 1e-12, "{all}");
+    let late = s
+        .spend_since(Some(t("2026-03-14T11:00:00Z")))
+        .await
+        .unwrap();
+    assert!((late - 0.005).abs() < 1e-12, "{late}");
     assert_eq!(
         s.insert_spend_logs(&rows[..1]).await.unwrap(),
         0,
