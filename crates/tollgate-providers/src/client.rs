@@ -113,10 +113,13 @@ impl UpstreamClient {
         Ok(Self { clients })
     }
 
+    /// The client for `connect`: its own when one was built for it, else the one with the
+    /// nearest longer connect timeout (the default 5 s client always exists and every
+    /// deployment's connect timeout is at most that), so a deployment added at runtime or a
+    /// per-request timeout is never cut short by a shorter connect limit; the first-byte limit
+    /// still bounds the whole exchange.
     fn client(&self, connect: Duration) -> Option<&reqwest::Client> {
-        self.clients
-            .get(&connect)
-            .or_else(|| self.clients.values().next())
+        pick(&self.clients, connect)
     }
 
     /// POSTs `body` (JSON) to `{base_url}{path}` with the deployment's headers plus `extra`
@@ -214,6 +217,14 @@ impl UpstreamClient {
     }
 }
 
+/// The value for `connect`, else the one of the nearest longer key, else the longest.
+fn pick<V>(m: &BTreeMap<Duration, V>, connect: Duration) -> Option<&V> {
+    m.range(connect..)
+        .next()
+        .map(|(_, v)| v)
+        .or_else(|| m.values().next_back())
+}
+
 fn build(connect: Duration) -> Result<reqwest::Client, UpstreamError> {
     reqwest::Client::builder()
         .connect_timeout(connect)
@@ -270,5 +281,21 @@ impl UpstreamResponse {
     /// The limits this exchange runs under.
     pub fn timeouts(&self) -> Timeouts {
         self.timeouts
+    }
+}
+
+#[cfg(test)]
+mod pick_tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_connect_timeout_uses_the_nearest_longer_client() {
+        let s = Duration::from_secs;
+        let m = BTreeMap::from([(s(1), "1s"), (s(5), "5s")]);
+        assert_eq!(pick(&m, s(1)), Some(&"1s"));
+        assert_eq!(pick(&m, Duration::from_millis(300)), Some(&"1s"));
+        assert_eq!(pick(&m, s(2)), Some(&"5s"));
+        assert_eq!(pick(&m, s(9)), Some(&"5s"));
+        assert_eq!(pick(&BTreeMap::<Duration, u8>::new(), s(1)), None);
     }
 }
