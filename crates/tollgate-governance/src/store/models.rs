@@ -35,8 +35,9 @@ pub const PROXY_MODEL: Table = Table {
 };
 
 /// One stored deployment. In memory `litellm_params` is plaintext; in the table its string
-/// values are encrypted ([`sealed`]).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// values are encrypted ([`sealed`]). `Debug` lists the keys of `litellm_params`, never their
+/// values (they hold credentials).
+#[derive(Clone, Default, PartialEq)]
 pub struct ProxyModel {
     /// Deployment id (`model_info.id`), the primary key.
     pub model_id: String,
@@ -54,6 +55,26 @@ pub struct ProxyModel {
     pub updated_at: Option<DateTime<Utc>>,
     /// Who last wrote it.
     pub updated_by: Option<String>,
+}
+
+impl std::fmt::Debug for ProxyModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self
+            .litellm_params
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        f.debug_struct("ProxyModel")
+            .field("model_id", &self.model_id)
+            .field("model_name", &self.model_name)
+            .field("litellm_params", &keys)
+            .field("model_info", &self.model_info)
+            .field("created_at", &self.created_at)
+            .field("created_by", &self.created_by)
+            .field("updated_at", &self.updated_at)
+            .field("updated_by", &self.updated_by)
+            .finish()
+    }
 }
 
 impl ToRow for ProxyModel {
@@ -163,7 +184,13 @@ mod tests {
         );
         assert_eq!(p["rpm"], 5);
         assert_eq!(p["extra_headers"], json!({"a": "b"}));
-        assert_eq!(opened(s, &key), m);
+        assert_eq!(opened(s, &key), m.clone());
+        let dbg = format!("{m:?}");
+        assert!(!dbg.contains("sk-up"), "{dbg}");
+        assert!(
+            dbg.contains(r#"litellm_params: ["model", "api_key", "rpm", "extra_headers"]"#),
+            "{dbg}"
+        );
     }
 
     #[test]
