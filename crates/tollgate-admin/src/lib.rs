@@ -87,17 +87,40 @@ pub trait Authorize: Send + Sync + 'static {
     fn caller(&self, headers: &HeaderMap) -> Result<Caller, AuthFailure>;
 }
 
+/// Why [`ModelRegistry::add`] or [`ModelRegistry::delete`] refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelChangeError {
+    /// 400: the body or the deployment is invalid (unknown provider, bad `api_base`, duplicate
+    /// id), or the deployment comes from the config file and cannot be deleted through the API.
+    #[error("{0}")]
+    Invalid(String),
+    /// 404: no deployment has this id.
+    #[error("model with id={0} not found")]
+    NotFound(String),
+    /// 500: the store write failed (nothing changed).
+    #[error(transparent)]
+    Store(#[from] tollgate_governance::store::StoreError),
+}
+
 /// The model catalogue behind `/model/info`, `/v1/model/info`, `/model/new`, `/model/delete`
-/// (implemented by the server over its router).
+/// (implemented by the server over its router and `"LiteLLM_ProxyModelTable"`).
+#[async_trait::async_trait]
 pub trait ModelRegistry: Send + Sync + 'static {
     /// One LiteLLM `/model/info` entry per deployment:
-    /// `{"model_name", "litellm_params": {... secrets removed}, "model_info": {"id", ...}}`.
+    /// `{"model_name", "litellm_params": {... secrets removed}, "model_info": {"id", "db_model", ...}}`.
     fn list(&self) -> Vec<Value>;
-    /// Adds a deployment from a `/model/new` body; returns the stored entry (with
-    /// `model_info.id`). Errors: a message for a 400.
-    fn add(&self, entry: Value) -> Result<Value, String>;
-    /// Deletes the deployment with this `model_info.id`; false when unknown.
-    fn delete(&self, id: &str) -> bool;
+    /// Adds a deployment from a `/model/new` body, written by `actor` (`created_by`); it is
+    /// callable once this returns. Returns the stored row with secrets removed:
+    /// `{"model_id", "model_name", "litellm_params", "model_info": {"id", ...}, "created_at", ...}`.
+    ///
+    /// Errors: [`ModelChangeError::Invalid`], [`ModelChangeError::Store`].
+    async fn add(&self, entry: Value, actor: &str) -> Result<Value, ModelChangeError>;
+    /// Deletes the deployment with this `model_info.id`; it is no longer routed once this
+    /// returns.
+    ///
+    /// Errors: [`ModelChangeError::NotFound`], [`ModelChangeError::Invalid`] (a config-file
+    /// deployment), [`ModelChangeError::Store`].
+    async fn delete(&self, id: &str) -> Result<(), ModelChangeError>;
 }
 
 /// What the management routes work on.

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::{AdminContext, access, extract};
+use crate::{AdminContext, ModelChangeError, access, extract};
 
 /// The model routes.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -42,20 +42,25 @@ async fn info(State(ctx): State<Arc<AdminContext>>, headers: HeaderMap) -> ApiRe
 }
 
 /// `POST /model/new` `{"model_name", "litellm_params": {…}, "model_info": {…}}` → the stored
-/// entry with its `model_info.id`. Errors: 400 (bad body, refused by the registry), 401, 403.
+/// entry with its `model_info.id`. Errors: 400 (bad body, refused by the registry), 401, 403,
+/// 500 (store).
 async fn new(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    access::admin(&ctx, &headers, "/model/new")?;
+    let who = access::admin(&ctx, &headers, "/model/new")?;
     let entry: Value = extract::body(&body)?;
     if !entry.is_object() {
         return Err(ApiError::bad_request(
             "Invalid request body: expected a JSON object",
         ));
     }
-    let stored = ctx.models.add(entry).map_err(ApiError::bad_request)?;
+    let stored = ctx
+        .models
+        .add(entry, &who.actor())
+        .await
+        .map_err(change_error)?;
     tracing::info!("model deployment added");
     Ok(Json(stored))
 }
@@ -67,7 +72,8 @@ struct DeleteBody {
 }
 
 /// `POST /model/delete` `{"id": "<model_info.id>"}` → `{"message": "Model: <id> deleted
-/// successfully"}`. Errors: 400 (no id), 401, 403, 404 (unknown id).
+/// successfully"}`. Errors: 400 (no id; a config-file deployment), 401, 403, 404 (unknown id),
+/// 500 (store).
 async fn delete(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -78,11 +84,20 @@ async fn delete(
     let id = req
         .id
         .ok_or_else(|| ApiError::bad_request("id is required"))?;
-    if !ctx.models.delete(&id) {
-        return Err(ApiError::not_found(format!("Model with id={id} not found")));
-    }
+    ctx.models.delete(&id).await.map_err(change_error)?;
     tracing::info!(model_id = %id, "model deployment deleted");
     Ok(Json(
         json!({"message": format!("Model: {id} deleted successfully")}),
     ))
+}
+
+/// The status of a refused or failed change: 400, 404 (`Model with id=<id> not found`), 500.
+fn change_error(e: ModelChangeError) -> ApiError {
+    match e {
+        ModelChangeError::Invalid(m) => ApiError::bad_request(m),
+        ModelChangeError::NotFound(id) => {
+            ApiError::not_found(format!("Model with id={id} not found"))
+        }
+        ModelChangeError::Store(e) => ApiError::from(e),
+    }
 }

@@ -202,14 +202,24 @@ fn run(cli: Cli) -> ExitCode {
             tokio::task::spawn_blocking(move || encodings.into_iter().for_each(|e| e.warm_up()));
             writer = Some(gate.spawn_write_behind(stop_rx));
             tracing::info!(store = %choice.describe(), "governance on: virtual keys, budgets, limits, spend logs");
-            let admin = tollgate_server::gate::admin::context(&loaded.config, &state, &gate);
+            // Deployments stored through `/model/new` join the router before the first request.
+            let admin =
+                match tollgate_server::gate::admin::context(&loaded, &state, &gate, Arc::new(env))
+                    .await
+                {
+                    Ok(a) => a,
+                    Err(e) => {
+                        eprintln!("error: stored models ({}): {e}", choice.describe());
+                        return ExitCode::FAILURE;
+                    }
+                };
             Arc::new(state.with_gate(gate).with_admin(admin))
         } else {
             Arc::new(state)
         };
         tracing::info!(
             version = tollgate_server::VERSION,
-            groups = state.router.public_names().count(),
+            groups = state.router.load().public_names().count(),
             auth = state.auth.requires_key(),
             "Tollgate listening on http://{local}"
         );

@@ -152,8 +152,11 @@ async fn run(
         }),
         _ => None,
     };
+    // One router snapshot for the whole request (an atomic load; `/model/new` may swap in a
+    // new router meanwhile): resolution, access and every attempt below use it.
+    let router = state.router.load();
     if let (Some(p), Some(gate)) = (principal, &state.gate)
-        && let Ok((group, _)) = state.router.resolve(routed)
+        && let Ok((group, _)) = router.resolve(routed)
     {
         check_access(gate, p, access_name(group, routed, 0), &req.model)?;
     }
@@ -174,8 +177,7 @@ async fn run(
         prompt_tokens: (body.len() / 4) as u64,
         stream: req.stream,
     };
-    let mut attempts = state
-        .router
+    let mut attempts = router
         .plan(routed, policy)
         .map_err(|e| route_error(state, e, &identity))?;
     let timeout_override = req

@@ -111,12 +111,7 @@ async fn get_response(
     }
     match s.responses.get(&id) {
         Some(e) if !e.response.is_null() => axum::Json(e.response).into_response(),
-        Some(e) => match s.router.resolve(&e.model_group).ok().and_then(|(g, _)| {
-            g.deployments
-                .iter()
-                .find(|d| d.deployment.id == e.deployment_id)
-                .map(|d| Arc::clone(&d.deployment))
-        }) {
+        Some(e) => match deployment_of(&s, &e.model_group, &e.deployment_id) {
             Some(dep) => fetch_upstream_response(&s, &dep, &id).await,
             None => GatewayError::from(ErrorEnvelope::new(
                 404,
@@ -135,6 +130,21 @@ async fn get_response(
         )
         .into_response(),
     }
+}
+
+/// The deployment `id` of group `group` in the current router (the snapshot is released
+/// before any await).
+fn deployment_of(
+    s: &AppState,
+    group: &str,
+    id: &str,
+) -> Option<Arc<tollgate_providers::Deployment>> {
+    let router = s.router.load();
+    let (g, _) = router.resolve(group).ok()?;
+    g.deployments
+        .iter()
+        .find(|d| d.deployment.id == id)
+        .map(|d| Arc::clone(&d.deployment))
 }
 
 /// Relays `GET {base}/responses/{id}` from the deployment that stores the response.
@@ -186,7 +196,8 @@ async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
 /// the key's and its team's aliases, keeping only those whose target the key may use — the
 /// same check the inference routes make. Never a sentinel (`all-team-models`) or a pattern.
 pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
-    let mut names: Vec<String> = s.router.public_names().map(str::to_owned).collect();
+    let router = s.router.load();
+    let mut names: Vec<String> = router.public_names().map(str::to_owned).collect();
     let (Some(p), Some(gov)) = (identity.principal(), s.gov()) else {
         return names;
     };
@@ -210,14 +221,14 @@ pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
         if !n.contains('*')
             && gov.access_groups().get(n).is_none()
             && !names.contains(n)
-            && s.router.resolve(n).is_ok_and(|(g, _)| g.wildcard)
+            && router.resolve(n).is_ok_and(|(g, _)| g.wildcard)
         {
             names.push(n.clone());
         }
     }
     names.retain(|n| {
         let target = p.alias(n).unwrap_or_else(|| n.clone());
-        match s.router.resolve(&target) {
+        match router.resolve(&target) {
             Ok((g, _)) => {
                 let name = if g.wildcard {
                     target.as_str()

@@ -1,9 +1,12 @@
-//! Everything the request path needs, built once from the LiteLLM config.
+//! Everything the request path needs, built from the LiteLLM config at start; the router is
+//! rebuilt (config `model_list` + deployments stored through `/model/new`) and swapped whole
+//! when deployments are added or removed at runtime ([`build_router`], [`SharedRouter`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use arc_swap::ArcSwap;
 use tollgate_config::{Config, LoadedConfig, ModelEntry};
 use tollgate_providers::{Deployment, DeploymentError, DeploymentSpec, UpstreamClient};
 use tollgate_router::{DeploymentLimits, ModelGroup, RoutedDeployment, Router, RouterConfig};
@@ -14,11 +17,23 @@ use crate::relay::{CallSink, LogSink};
 /// Default bound on a request body: 64 MiB (images as base64 make chat bodies large).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
 
+/// The router as the request path reads it. A request takes one snapshot
+/// (`state.router.load()`: an atomic load, no lock) and uses it to the end, attempts and
+/// fallbacks included; `/model/new` and `/model/delete` store a rebuilt router, which later
+/// requests see while those in flight finish on theirs.
+///
+/// A swap starts the new router's state afresh: cooldowns, latency samples and per-minute usage
+/// of every deployment reset when a deployment is added or removed.
+pub type SharedRouter = Arc<ArcSwap<Router>>;
+
+/// Environment lookup kept for runtime rebuilds (provider keys and base URLs, `os.environ/`).
+pub type EnvLookup = dyn Fn(&str) -> Option<String> + Send + Sync;
+
 /// Shared state of the running gateway.
 #[derive(Debug)]
 pub struct AppState {
-    /// Model groups and deployment selection.
-    pub router: Router,
+    /// Model groups and deployment selection (see [`SharedRouter`]).
+    pub router: SharedRouter,
     /// The authentication step (shared with the management API).
     pub auth: Arc<Authenticator>,
     /// The pooled upstream client.
@@ -78,52 +93,19 @@ impl AppState {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, StateError> {
         let config = &loaded.config;
-        let mut groups: Vec<(String, Vec<(RoutedDeployment, DeploymentLimits)>)> = Vec::new();
-        for entry in &config.model_list {
-            let d = Arc::new(Deployment::build(deployment_spec(config, entry), env)?);
-            let p = &entry.litellm_params;
-            let routed = RoutedDeployment {
-                deployment: d,
-                weight: p
-                    .weight
-                    .or(p.rpm.map(|r| r as f64))
-                    .or(p.tpm.map(|t| t as f64))
-                    .unwrap_or(1.0),
-                order: p.order.unwrap_or(u32::MAX),
-            };
-            let limits = DeploymentLimits::from_entry(entry);
-            match groups.iter_mut().find(|(n, _)| *n == entry.model_name) {
-                Some((_, v)) => v.push((routed, limits)),
-                None => groups.push((entry.model_name.clone(), vec![(routed, limits)])),
-            }
-        }
+        let groups = model_groups(config, &config.model_list, env)?;
         let client = UpstreamClient::new(
             groups
                 .iter()
                 .flat_map(|(_, v)| v.iter().map(|(r, _)| r.deployment.as_ref())),
         )?;
-        let aliases: HashMap<String, String> = config
-            .router_settings
-            .model_group_alias
-            .iter()
-            .map(|(alias, target)| (alias.clone(), target.group().to_owned()))
-            .collect();
-        let router_config =
-            RouterConfig::from_settings(&config.router_settings, &config.litellm_settings)?;
-        let router = Router::with_config(
-            groups
-                .into_iter()
-                .map(|(name, deps)| ModelGroup::with_limits(name, deps))
-                .collect(),
-            aliases,
-            router_config,
-        );
+        let router = router_of(config, groups)?;
         let auth = Arc::new(Authenticator::new(
             loaded.master_key.as_ref().map(|k| k.expose()),
             config.general_settings.litellm_key_header_name.as_deref(),
         ));
         Ok(AppState {
-            router,
+            router: Arc::new(ArcSwap::from_pointee(router)),
             auth,
             client,
             sink: Arc::new(LogSink),
@@ -135,6 +117,82 @@ impl AppState {
             admin: None,
         })
     }
+}
+
+/// Deployments by model group, in order of first appearance.
+type Groups = Vec<(String, Vec<(RoutedDeployment, DeploymentLimits)>)>;
+
+/// What one `model_list` entry (from the config file or stored through `/model/new`) adds to
+/// the router: the provider deployment, its simple-shuffle weight (`weight`, else `rpm`, else
+/// `tpm`, else 1), its `order` tier and its own `rpm`/`tpm` limits.
+///
+/// Errors: [`DeploymentError`] (unknown provider, missing `api_base`, invalid header).
+pub fn routed_entry(
+    config: &Config,
+    entry: &ModelEntry,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(RoutedDeployment, DeploymentLimits), DeploymentError> {
+    let d = Arc::new(Deployment::build(deployment_spec(config, entry), env)?);
+    let p = &entry.litellm_params;
+    let routed = RoutedDeployment {
+        deployment: d,
+        weight: p
+            .weight
+            .or(p.rpm.map(|r| r as f64))
+            .or(p.tpm.map(|t| t as f64))
+            .unwrap_or(1.0),
+        order: p.order.unwrap_or(u32::MAX),
+    };
+    Ok((routed, DeploymentLimits::from_entry(entry)))
+}
+
+fn model_groups<'a>(
+    config: &Config,
+    entries: impl IntoIterator<Item = &'a ModelEntry>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Groups, DeploymentError> {
+    let mut groups: Groups = Vec::new();
+    for entry in entries {
+        let dep = routed_entry(config, entry, env)?;
+        match groups.iter_mut().find(|(n, _)| *n == entry.model_name) {
+            Some((_, v)) => v.push(dep),
+            None => groups.push((entry.model_name.clone(), vec![dep])),
+        }
+    }
+    Ok(groups)
+}
+
+fn router_of(config: &Config, groups: Groups) -> Result<Router, StateError> {
+    let aliases: HashMap<String, String> = config
+        .router_settings
+        .model_group_alias
+        .iter()
+        .map(|(alias, target)| (alias.clone(), target.group().to_owned()))
+        .collect();
+    let router_config =
+        RouterConfig::from_settings(&config.router_settings, &config.litellm_settings)?;
+    Ok(Router::with_config(
+        groups
+            .into_iter()
+            .map(|(name, deps)| ModelGroup::with_limits(name, deps))
+            .collect(),
+        aliases,
+        router_config,
+    ))
+}
+
+/// The router over `entries` (the config's `model_list`, then stored deployments) with the
+/// config's aliases and `router_settings`: what the gateway builds at start, and rebuilds when
+/// `/model/new` or `/model/delete` change the deployments. Its state (cooldowns, latency,
+/// usage) starts empty.
+///
+/// Errors: [`StateError::Deployment`] for an unusable entry, [`StateError::Router`].
+pub fn build_router<'a>(
+    config: &Config,
+    entries: impl IntoIterator<Item = &'a ModelEntry>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Router, StateError> {
+    router_of(config, model_groups(config, entries, env)?)
 }
 
 fn mb(v: Option<f64>) -> Option<usize> {

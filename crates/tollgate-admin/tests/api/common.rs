@@ -9,7 +9,9 @@ use chrono::Utc;
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use tollgate_admin::{AdminContext, AuthFailure, Authorize, Caller, ModelRegistry, router};
+use tollgate_admin::{
+    AdminContext, AuthFailure, Authorize, Caller, ModelChangeError, ModelRegistry, router,
+};
 use tollgate_governance::admission::{AdmitRequest, Estimate, Limits};
 use tollgate_governance::pricing::{ModelPrice, PriceOverrides, PriceTable, Usage};
 use tollgate_governance::runtime::{CallOutcome, Governance, GovernanceOptions, RequestFacts};
@@ -53,14 +55,15 @@ pub struct StubModels {
     next: Mutex<u32>,
 }
 
+#[async_trait::async_trait]
 impl ModelRegistry for StubModels {
     fn list(&self) -> Vec<Value> {
         self.entries.lock().unwrap().clone()
     }
 
-    fn add(&self, mut entry: Value) -> Result<Value, String> {
+    async fn add(&self, mut entry: Value, _actor: &str) -> Result<Value, ModelChangeError> {
         if entry.get("model_name").and_then(Value::as_str).is_none() {
-            return Err("model_name is required".into());
+            return Err(ModelChangeError::Invalid("model_name is required".into()));
         }
         let mut n = self.next.lock().unwrap();
         *n += 1;
@@ -69,11 +72,19 @@ impl ModelRegistry for StubModels {
         Ok(entry)
     }
 
-    fn delete(&self, id: &str) -> bool {
+    async fn delete(&self, id: &str) -> Result<(), ModelChangeError> {
+        if id == "config-1" {
+            return Err(ModelChangeError::Invalid(
+                "config-1 is defined in the config file".into(),
+            ));
+        }
         let mut v = self.entries.lock().unwrap();
         let before = v.len();
         v.retain(|e| e["model_info"]["id"] != id);
-        v.len() != before
+        if v.len() == before {
+            return Err(ModelChangeError::NotFound(id.to_owned()));
+        }
+        Ok(())
     }
 }
 

@@ -54,4 +54,17 @@ async fn model_info_new_delete() {
     );
     let (_, v) = h.get("/model/info").await;
     assert_eq!(v["data"].as_array().unwrap().len(), 1);
+    // a config-file deployment is refused with the registry's message
+    let (s, v) = h.post("/model/delete", json!({"id": "config-1"})).await;
+    assert_eq!(
+        (s, v),
+        (
+            StatusCode::BAD_REQUEST,
+            error(
+                "config-1 is defined in the config file",
+                "bad_request_error",
+                400
+            )
+        )
+    );
 }

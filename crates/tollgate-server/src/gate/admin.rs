@@ -1,15 +1,19 @@
 //! The server's side of the management API seams: [`ServerAuthorize`] identifies callers with
-//! the inference routes' credential rules, [`ConfigModels`] lists the configured deployments.
+//! the inference routes' credential rules; [`ModelCatalog`](crate::gate::models::ModelCatalog)
+//! lists the deployments and adds or deletes stored ones.
 
 use std::sync::Arc;
 
 use http::HeaderMap;
-use serde_json::{Value, json};
-use tollgate_admin::{AuthFailure, Authorize, Caller, ModelRegistry};
-use tollgate_config::Config;
+use tollgate_admin::{AuthFailure, Authorize, Caller};
+use tollgate_config::LoadedConfig;
 use tollgate_governance::runtime::Governance;
+use tollgate_governance::store::SecretBox;
 
 use crate::auth::{AuthError, Authenticator, Identity};
+use crate::gate::models::ModelCatalog;
+use crate::gate::{Gate, GateError};
+use crate::state::{AppState, EnvLookup};
 
 /// Callers of management routes: master key → admin; virtual keys → their principal.
 pub struct ServerAuthorize {
@@ -36,76 +40,45 @@ impl Authorize for ServerAuthorize {
     }
 }
 
-/// The deployments of the config, as `/model/info` lists them (credentials removed).
-/// Models cannot be added or removed at runtime yet: `/model/new` and `/model/delete` answer
-/// 400 saying so.
-pub struct ConfigModels {
-    entries: Vec<Value>,
-}
-
-impl ConfigModels {
-    /// From the config's `model_list`.
-    pub fn new(config: &Config) -> Self {
-        let entries = config
-            .model_list
-            .iter()
-            .map(|e| {
-                let p = &e.litellm_params;
-                let mut info = serde_json::to_value(&e.model_info).unwrap_or(json!({}));
-                if let Value::Object(m) = &mut info {
-                    m.insert("id".into(), json!(e.deployment_id()));
-                    m.insert("db_model".into(), json!(false));
-                }
-                json!({
-                    "model_name": e.model_name,
-                    "litellm_params": {
-                        "model": p.model,
-                        "api_base": p.api_base,
-                        "custom_llm_provider": p.provider(),
-                        "rpm": p.rpm,
-                        "tpm": p.tpm,
-                        "timeout": p.timeout,
-                        "stream_timeout": p.stream_timeout,
-                        "input_cost_per_token": p.input_cost_per_token,
-                        "output_cost_per_token": p.output_cost_per_token,
-                    },
-                    "model_info": info,
-                })
-            })
-            .collect();
-        Self { entries }
+/// The management API's context for this server. Loads the deployments stored in
+/// `"LiteLLM_ProxyModelTable"` and swaps the router to include them, so they are callable from
+/// the first request. Stored credentials are decrypted with `sha256(LITELLM_SALT_KEY)`, else
+/// `sha256(master key)`, as LiteLLM does.
+///
+/// Errors: [`GateError`] when the stored models cannot be read.
+pub async fn context(
+    loaded: &LoadedConfig,
+    state: &AppState,
+    gate: &Arc<Gate>,
+    env: Arc<EnvLookup>,
+) -> Result<Arc<tollgate_admin::AdminContext>, GateError> {
+    let salt = env("LITELLM_SALT_KEY")
+        .filter(|s| !s.is_empty())
+        .or_else(|| loaded.master_key.as_ref().map(|k| k.expose().to_owned()))
+        .unwrap_or_default();
+    let models = Arc::new(ModelCatalog::new(
+        Arc::new(loaded.config.clone()),
+        env,
+        Arc::clone(&state.router),
+        Arc::clone(gate),
+        SecretBox::from_salt(&salt),
+    ));
+    let n = models.load().await?;
+    if n > 0 {
+        tracing::info!(
+            deployments = n,
+            "deployments loaded from LiteLLM_ProxyModelTable"
+        );
     }
-}
-
-impl ModelRegistry for ConfigModels {
-    fn list(&self) -> Vec<Value> {
-        self.entries.clone()
-    }
-
-    fn add(&self, _entry: Value) -> Result<Value, String> {
-        Err("Adding models at runtime is not supported yet: add the deployment to config.yaml `model_list` and restart.".to_owned())
-    }
-
-    fn delete(&self, _id: &str) -> bool {
-        false
-    }
-}
-
-/// The management API's context for this server.
-pub fn context(
-    config: &Config,
-    state: &crate::state::AppState,
-    gate: &Arc<crate::gate::Gate>,
-) -> Arc<tollgate_admin::AdminContext> {
-    Arc::new(tollgate_admin::AdminContext {
+    Ok(Arc::new(tollgate_admin::AdminContext {
         gov: Arc::clone(&gate.gov),
         auth: Arc::new(ServerAuthorize {
             auth: Arc::clone(&state.auth),
             gov: Arc::clone(&gate.gov),
         }),
-        models: Arc::new(ConfigModels::new(config)),
+        models,
         write_behind: Arc::clone(&gate.write_behind),
-    })
+    }))
 }
 
 /// The management API's context, as the server state holds it.

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod facts;
+pub mod models;
 pub mod sink;
 pub mod storage;
 
@@ -14,6 +15,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use tollgate_config::{Config, ModelEntry};
 use tollgate_governance::admission::{AdmissionConfig, Limits};
 use tollgate_governance::pricing::{ModelPrice, PriceOverrides, PriceTable};
@@ -59,7 +61,11 @@ pub struct Gate {
     pub gov: Arc<Governance>,
     /// The write-behind (run by [`Gate::spawn_write_behind`]; flushed by spend reads).
     pub write_behind: Arc<WriteBehind>,
+    /// Config deployments, by deployment id.
     pricing: HashMap<String, DeploymentPricing>,
+    /// Deployments added through `/model/new`, by id: read only for an id the config does not
+    /// have, so config deployments never pay for the extra load.
+    stored_pricing: ArcSwap<HashMap<String, DeploymentPricing>>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -97,6 +103,7 @@ impl Gate {
             gov,
             write_behind,
             pricing,
+            stored_pricing: ArcSwap::default(),
         })
     }
 
@@ -113,13 +120,32 @@ impl Gate {
     /// The price of calling `upstream_model` on `dep`; `None` = unpriced (billed 0; the
     /// spend-log row still has the tokens).
     pub fn price_for(&self, dep: &Deployment, upstream_model: &str) -> Option<ModelPrice> {
-        let p = self.pricing.get(&dep.id);
+        let stored;
+        let p = match self.pricing.get(&dep.id) {
+            Some(p) => Some(p),
+            None => {
+                stored = self.stored_pricing.load();
+                stored.get(&dep.id)
+            }
+        };
         let model = p
             .and_then(|p| p.base_model.as_deref())
             .unwrap_or(upstream_model);
         let none = PriceOverrides::default();
         let overrides = p.map_or(&none, |p| &p.overrides);
         self.gov.price(Some(dep.provider.name), model, overrides)
+    }
+}
+
+impl Gate {
+    /// Prices the deployments stored through `/model/new` (`*_cost_per_token` of their
+    /// `litellm_params` over `model_info`, `model_info.base_model`), replacing the previous set.
+    pub fn set_stored_pricing<'a>(&self, entries: impl IntoIterator<Item = &'a ModelEntry>) {
+        let map = entries
+            .into_iter()
+            .map(|e| (e.deployment_id(), deployment_pricing(e)))
+            .collect();
+        self.stored_pricing.store(Arc::new(map));
     }
 }
 
