@@ -115,36 +115,6 @@ pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn dates_and_durations() {
-        let end = date("end_date", Some("2026-03-14"), true).unwrap().unwrap();
-        assert_eq!(end.to_rfc3339(), "2026-03-14T23:59:59.999+00:00");
-        assert!(date("start_date", Some("14/03/2026"), false).is_err());
-        assert_eq!(date("start_date", None, false).unwrap(), None);
-        assert_eq!(
-            duration("budget_duration", Some("1mo")).unwrap(),
-            Some(BudgetDuration::Months(1))
-        );
-        let e = duration("budget_duration", Some("1y")).unwrap_err();
-        assert_eq!(e.status, http::StatusCode::BAD_REQUEST);
-    }
-
-    #[test]
-    fn model_max_budget_shape() {
-        let ok = json!({"gpt-4o": {"max_budget": 2.5, "budget_duration": "1d"}});
-        assert!(model_max_budget(ok.as_object().unwrap()).is_ok());
-        let bad = json!({"gpt-4o": 2.5});
-        assert!(model_max_budget(bad.as_object().unwrap()).is_err());
-        let bad = json!({"gpt-4o": {"budget_duration": "1 day"}});
-        assert!(model_max_budget(bad.as_object().unwrap()).is_err());
-    }
-}
-
 /// Deserializes a field that distinguishes absent (`None`, via `#[serde(default)]`), `null`
 /// (`Some(None)`: clear the limit, as LiteLLM's `/key/update` with `"max_budget": null`) and a
 /// value (`Some(Some(v))`).
@@ -174,4 +144,34 @@ pub(crate) fn set_limit<T: PartialOrd + Default + Copy + std::fmt::Display>(
         Some(Some(x)) => *slot = Some(x),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dates_and_durations() {
+        let end = date("end_date", Some("2026-03-14"), true).unwrap().unwrap();
+        assert_eq!(end.to_rfc3339(), "2026-03-14T23:59:59.999+00:00");
+        assert!(date("start_date", Some("14/03/2026"), false).is_err());
+        assert_eq!(date("start_date", None, false).unwrap(), None);
+        assert_eq!(
+            duration("budget_duration", Some("1mo")).unwrap(),
+            Some(BudgetDuration::Months(1))
+        );
+        let e = duration("budget_duration", Some("1y")).unwrap_err();
+        assert_eq!(e.status, http::StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn model_max_budget_shape() {
+        let ok = json!({"gpt-4o": {"max_budget": 2.5, "budget_duration": "1d"}});
+        assert!(model_max_budget(ok.as_object().unwrap()).is_ok());
+        let bad = json!({"gpt-4o": 2.5});
+        assert!(model_max_budget(bad.as_object().unwrap()).is_err());
+        let bad = json!({"gpt-4o": {"budget_duration": "1 day"}});
+        assert!(model_max_budget(bad.as_object().unwrap()).is_err());
+    }
 }
