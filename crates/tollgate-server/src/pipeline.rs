@@ -213,7 +213,12 @@ async fn run(
                 },
             ) {
                 Ok(c) => Some(c),
-                Err(e) if seq == 0 => return Err(e),
+                Err(e) if seq == 0 => {
+                    // refused before any upstream call: still LiteLLM's spend headers
+                    let mut refused = Err(e);
+                    spend_headers(&mut refused, g, None, &[]);
+                    return refused;
+                }
                 Err(e) => {
                     attempts.report(
                         &attempt,
@@ -485,12 +490,18 @@ fn spend_headers(
 ) {
     // Unary answers: limits as settled (actual tokens); streams: as admitted.
     let rate = rate_limit_headers(settled.map_or(rate, |s| s.rate_limits.as_slice()));
-    let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(rate.len() + 2);
-    if let Some(s) = settled {
-        out.push((
+    let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(rate.len() + 5);
+    match settled {
+        Some(s) => out.push((
             HeaderName::from_static("x-litellm-response-cost"),
             float_header(s.cost_usd),
-        ));
+        )),
+        // LiteLLM: `0` on errors
+        None if result.is_err() => out.push((
+            HeaderName::from_static("x-litellm-response-cost"),
+            HeaderValue::from_static("0"),
+        )),
+        None => {}
     }
     let key_spend = settled.and_then(|s| s.key_spend).or_else(|| {
         g.principal
@@ -502,11 +513,21 @@ fn spend_headers(
             float_header(k),
         ));
     }
-    if let Some(b) = g.principal.and_then(|p| p.key.max_budget) {
-        out.push((
-            HeaderName::from_static("x-litellm-key-max-budget"),
-            float_header(b),
-        ));
+    if let Some(k) = g.principal.map(|p| &p.key) {
+        if let Some(b) = k.max_budget {
+            out.push((
+                HeaderName::from_static("x-litellm-key-max-budget"),
+                float_header(b),
+            ));
+        }
+        for (name, v) in [
+            ("x-litellm-key-tpm-limit", k.tpm_limit),
+            ("x-litellm-key-rpm-limit", k.rpm_limit),
+        ] {
+            if let Some(v) = v {
+                out.push((HeaderName::from_static(name), HeaderValue::from(v)));
+            }
+        }
     }
     for (k, v) in &rate {
         if let (Ok(k), Ok(v)) = (

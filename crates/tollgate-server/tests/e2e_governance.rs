@@ -77,6 +77,15 @@ fn assert_budget_exceeded(r: &Resp, max_budget: &str) {
     assert!(msg.starts_with("Budget has been exceeded!"), "{msg}");
     assert!(msg.contains("Current cost: "), "{msg}");
     assert!(msg.contains(&format!("Max budget: {max_budget}")), "{msg}");
+    // LiteLLM's headers on errors too: cost 0, the key's spend and cap
+    assert_eq!(r.header("x-litellm-response-cost"), "0");
+    assert!(r.header_f64("x-litellm-key-spend") >= 0.0);
+    if msg.contains("Key=") {
+        assert_eq!(
+            r.header_f64("x-litellm-key-max-budget"),
+            max_budget.parse::<f64>().unwrap()
+        );
+    }
 }
 
 fn assert_rows_priced(rows: &[Value], hash: &str, prompt: u64, completion: u64, cost: f64) {
