@@ -131,7 +131,9 @@ pub trait GovernanceStore: Send + Sync + 'static {
     /// Writes a batch of spend counters (absolute `spend`, `budget_reset_at`) in one transaction.
     async fn write_spend(&self, updates: &[SpendSnapshot]) -> Result<(), StoreError>;
     /// Inserts a batch of spend-log rows in one transaction; a row whose `request_id` exists is
-    /// skipped (idempotent retries). Returns rows inserted.
+    /// skipped (idempotent retries). In the same transaction, the rows actually inserted are
+    /// added to LiteLLM's daily roll-ups (`"LiteLLM_Daily{User,Team,Organization,EndUser,Tag}Spend"`,
+    /// see `daily.rs`). Returns rows inserted.
     async fn insert_spend_logs(&self, rows: &[SpendLogRow]) -> Result<u64, StoreError>;
     /// Reads spend-log rows, newest first.
     async fn spend_logs(&self, filter: &SpendLogFilter) -> Result<Vec<SpendLogRow>, StoreError>;
