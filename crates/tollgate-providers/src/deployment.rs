@@ -49,10 +49,11 @@ impl Timeouts {
         }
     }
 
-    /// The limits for one request: `stream` picks the stream first-byte bound;
-    /// `override_s` (a client's own `timeout`) can only shorten them.
-    pub fn for_request(&self, override_s: Option<f64>) -> Timeouts {
-        match secs(override_s) {
+    /// The limits for one request: `override_s` (a client's own `timeout`, s) can only
+    /// shorten them all; `stream_override_s` (a streaming client's `stream_timeout` or
+    /// `x-litellm-stream-timeout`, s) can only shorten the first-byte and idle-gap bounds.
+    pub fn for_request(&self, override_s: Option<f64>, stream_override_s: Option<f64>) -> Timeouts {
+        let mut t = match secs(override_s) {
             None => *self,
             Some(t) => Timeouts {
                 connect: self.connect.min(t),
@@ -60,7 +61,12 @@ impl Timeouts {
                 idle: self.idle.min(t),
                 total: self.total.min(t),
             },
+        };
+        if let Some(s) = secs(stream_override_s) {
+            t.first_byte = t.first_byte.min(s);
+            t.idle = t.idle.min(s);
         }
+        t
     }
 }
 
@@ -400,9 +406,20 @@ mod tests {
         assert_eq!(t.total, Duration::from_secs(30));
         assert_eq!(t.first_byte, Duration::from_secs(5));
         assert_eq!(t.idle, Duration::from_secs(5));
-        let r = t.for_request(Some(2.0));
+        let r = t.for_request(Some(2.0), None);
         assert_eq!(r.total, Duration::from_secs(2));
         assert_eq!(r.first_byte, Duration::from_secs(2));
-        assert_eq!(t.for_request(Some(-1.0)), t);
+        assert_eq!(t.for_request(Some(-1.0), None), t);
+        // a stream timeout shortens only the first-byte and idle bounds, never lengthens them
+        let s = t.for_request(None, Some(0.5));
+        assert_eq!(
+            (s.first_byte, s.idle, s.total),
+            (
+                Duration::from_millis(500),
+                Duration::from_millis(500),
+                Duration::from_secs(30)
+            )
+        );
+        assert_eq!(t.for_request(None, Some(60.0)), t);
     }
 }

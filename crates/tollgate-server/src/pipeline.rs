@@ -180,9 +180,15 @@ async fn run(
     let mut attempts = router
         .plan(routed, policy)
         .map_err(|e| route_error(state, e, &identity))?;
-    let timeout_override = req
-        .timeout_s
-        .or_else(|| header_num(headers, "x-litellm-timeout"));
+    let timeout_override = ClientTimeouts {
+        total: req
+            .timeout_s
+            .or_else(|| header_num(headers, "x-litellm-timeout")),
+        stream: req
+            .stream_timeout_s
+            .or_else(|| header_num(headers, "x-litellm-stream-timeout"))
+            .filter(|_| req.stream),
+    };
     let mut last: Option<Result<Response, GatewayError>> = None;
     let mut seq: u32 = 0;
     let mut rate_limits: Vec<RateLimitStatus> = Vec::new();
@@ -557,6 +563,15 @@ fn float_header(v: f64) -> HeaderValue {
     HeaderValue::try_from(format!("{v}")).unwrap_or(HeaderValue::from_static("0"))
 }
 
+/// Limits a client set for its own request, seconds: `timeout` / `x-litellm-timeout` (every
+/// phase) and, for streams, `stream_timeout` / `x-litellm-stream-timeout` (first byte and the
+/// gap between events). They only ever shorten the deployment's limits.
+#[derive(Debug, Clone, Copy, Default)]
+struct ClientTimeouts {
+    total: Option<f64>,
+    stream: Option<f64>,
+}
+
 /// One upstream attempt's inputs.
 struct Call<'a> {
     endpoint: Endpoint,
@@ -566,7 +581,7 @@ struct Call<'a> {
     dep: &'a Deployment,
     upstream_model: &'a str,
     group: &'a str,
-    timeout_override: Option<f64>,
+    timeout_override: ClientTimeouts,
     call_id: &'a str,
     started: Instant,
     /// The admitted attempt (governance on), settled when the call ends.
@@ -597,7 +612,9 @@ async fn attempt_once(
         started_at,
     } = call;
     let dialect = endpoint.dialect();
-    let timeouts = dep.timeouts.for_request(timeout_override);
+    let timeouts = dep
+        .timeouts
+        .for_request(timeout_override.total, timeout_override.stream);
     let mut record = CallRecord {
         call_id: call_id.to_owned(),
         call_type: endpoint.call_type(),
@@ -677,8 +694,8 @@ async fn attempt_once(
 
     // 6. send
     let extra = per_request_headers(headers, dep);
-    let client_shortened = timeout_override
-        .is_some_and(|t| Duration::from_secs_f64(t.max(0.0)) < dep.timeouts.first_byte);
+    // B31: a limit the client set below the deployment's own never counts against it
+    let client_shortened = timeouts.first_byte < dep.timeouts.first_byte;
     let outgoing = Outgoing {
         path,
         body: upstream_body,

@@ -116,6 +116,9 @@ pub struct ParsedRequest<'a> {
     pub include_usage: bool,
     /// Client-requested timeout in seconds (body `timeout`).
     pub timeout_s: Option<f64>,
+    /// Client-requested stream timeout in seconds (body `stream_timeout`): first byte and
+    /// idle gap between events.
+    pub stream_timeout_s: Option<f64>,
 }
 
 #[derive(serde::Deserialize)]
@@ -146,12 +149,14 @@ impl<'a> ParsedRequest<'a> {
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
         let timeout_s = body.f64_field("timeout")?;
+        let stream_timeout_s = body.f64_field("stream_timeout")?;
         Ok(Self {
             body,
             model,
             stream,
             include_usage,
             timeout_s,
+            stream_timeout_s,
         })
     }
 

@@ -164,6 +164,49 @@ async fn a_clients_own_short_timeout_does_not_cool_the_deployment() {
     assert_eq!(r.status(), 200);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streams_own_stream_timeout_bounds_its_first_byte_only() {
+    let m = mock().await;
+    let gw = Gateway::start(&config(
+        &m.base_url(),
+        "  num_retries: 0\n  allowed_fails: 1\n  cooldown_time: 60\n",
+    ));
+    let stream = || {
+        let mut b = msg("slowpoke");
+        b["stream"] = json!(true);
+        b
+    };
+    // header form and body form, each well under the mock's 1 s before the first byte
+    let r = client()
+        .post(gw.url("/v1/chat/completions"))
+        .header("authorization", format!("Bearer {MASTER}"))
+        .header("x-litellm-stream-timeout", "0.1")
+        .json(&stream())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 504);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "upstream_timeout", "{v}");
+    let mut b = stream();
+    b["stream_timeout"] = json!(0.1);
+    assert_eq!(chat(&gw, b).await.status(), 504);
+    // a stream limit does not apply to a non-streamed request
+    let mut b = msg("slowpoke");
+    b["stream_timeout"] = json!(0.1);
+    assert_eq!(chat(&gw, b).await.status(), 200);
+    // B31: the client's own limit did not cool the deployment (allowed_fails: 1)
+    let r = chat(&gw, stream()).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("data: [DONE]"));
+    // the upstream never saw the gateway-only field
+    assert!(
+        m.drain_observations()
+            .iter()
+            .all(|o| o.body.get("stream_timeout").is_none())
+    );
+}
+
 fn weighted_config(mock: &str, router: &str) -> String {
     let dep = |group: &str, name: &str, extra: &str| {
         format!(
