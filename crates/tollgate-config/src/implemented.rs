@@ -72,6 +72,7 @@ pub const ROUTER_SETTINGS_IMPLEMENTED: &[&str] = &[
     "retry_after",
     "retry_policy",
     "model_group_retry_policy",
+    "allowed_fails_policy",
     "max_fallbacks",
     "fallbacks",
     "context_window_fallbacks",

@@ -49,6 +49,9 @@ pub enum ConfigError {
     /// A `retry_policy` key is not one of LiteLLM's.
     #[error("unknown retry_policy key '{0}'")]
     UnknownRetryPolicyKey(String),
+    /// An `allowed_fails_policy` key is not one of LiteLLM's.
+    #[error("unknown allowed_fails_policy key '{0}'")]
+    UnknownAllowedFailsPolicyKey(String),
 }
 
 impl FromStr for RoutingStrategy {
@@ -85,19 +88,45 @@ pub struct RetryPolicy {
     pub internal_server: Option<u32>,
 }
 
+/// `allowed_fails_policy`: failures per minute, by error class, that put a deployment in
+/// cooldown, overriding `allowed_fails` for that class (LiteLLM `AllowedFailsPolicy`, keys
+/// `RateLimitErrorAllowedFails`, `AuthenticationErrorAllowedFails`, ...). A class listed here
+/// counts towards cooldown even when it normally does not (LiteLLM lets 401s cool a
+/// deployment this way). Same per-class shape as [`RetryPolicy`].
+pub type AllowedFailsPolicy = RetryPolicy;
+
 impl RetryPolicy {
-    /// Sets one entry by LiteLLM's key name, e.g. `RateLimitErrorRetries`.
+    /// The slot for LiteLLM's error-class name (`RateLimitError`, ...).
+    fn slot(&mut self, class: &str) -> Option<&mut Option<u32>> {
+        Some(match class {
+            "BadRequestError" => &mut self.bad_request,
+            "AuthenticationError" => &mut self.authentication,
+            "TimeoutError" => &mut self.timeout,
+            "RateLimitError" => &mut self.rate_limit,
+            "ContentPolicyViolationError" => &mut self.content_policy,
+            "InternalServerError" => &mut self.internal_server,
+            _ => return None,
+        })
+    }
+
+    /// Sets one entry by LiteLLM's `retry_policy` key name, e.g. `RateLimitErrorRetries`.
     pub fn set(&mut self, key: &str, retries: u32) -> Result<(), ConfigError> {
-        let slot = match key {
-            "BadRequestErrorRetries" => &mut self.bad_request,
-            "AuthenticationErrorRetries" => &mut self.authentication,
-            "TimeoutErrorRetries" => &mut self.timeout,
-            "RateLimitErrorRetries" => &mut self.rate_limit,
-            "ContentPolicyViolationErrorRetries" => &mut self.content_policy,
-            "InternalServerErrorRetries" => &mut self.internal_server,
-            other => return Err(ConfigError::UnknownRetryPolicyKey(other.to_owned())),
-        };
+        let slot = key
+            .strip_suffix("Retries")
+            .and_then(|c| self.slot(c))
+            .ok_or_else(|| ConfigError::UnknownRetryPolicyKey(key.to_owned()))?;
         *slot = Some(retries);
+        Ok(())
+    }
+
+    /// Sets one entry by LiteLLM's `allowed_fails_policy` key name, e.g.
+    /// `RateLimitErrorAllowedFails`.
+    pub fn set_allowed_fails(&mut self, key: &str, fails: u32) -> Result<(), ConfigError> {
+        let slot = key
+            .strip_suffix("AllowedFails")
+            .and_then(|c| self.slot(c))
+            .ok_or_else(|| ConfigError::UnknownAllowedFailsPolicyKey(key.to_owned()))?;
+        *slot = Some(fails);
         Ok(())
     }
 
@@ -130,6 +159,8 @@ pub struct RouterConfig {
     /// `enable_pre_call_checks`: skip deployments whose `max_input_tokens` the prompt
     /// estimate exceeds, and those at their own `rpm`/`tpm` this minute.
     pub enable_pre_call_checks: bool,
+    /// `allowed_fails_policy`: `allowed_fails` per error class.
+    pub allowed_fails_policy: AllowedFailsPolicy,
     /// `allowed_fails`: counted failures within one minute that put a deployment in cooldown.
     pub allowed_fails: u32,
     /// `cooldown_time`.
@@ -167,6 +198,7 @@ impl Default for RouterConfig {
             lowest_latency_buffer: 0.0,
             latency_ttl: DEFAULT_LATENCY_TTL,
             enable_pre_call_checks: false,
+            allowed_fails_policy: AllowedFailsPolicy::default(),
             allowed_fails: DEFAULT_ALLOWED_FAILS,
             cooldown_time: DEFAULT_COOLDOWN_TIME,
             disable_cooldowns: false,

@@ -86,6 +86,14 @@ impl RouterConfig {
         if let Some(p) = &router.retry_policy {
             c.retry_policy = retry_policy(p)?;
         }
+        if let Some(Value::Object(p)) = router.extra.get("allowed_fails_policy") {
+            for (k, n) in p {
+                if let Some(n) = n.as_u64() {
+                    c.allowed_fails_policy
+                        .set_allowed_fails(k, u32::try_from(n).unwrap_or(u32::MAX))?;
+                }
+            }
+        }
         if let Some(Value::Object(groups)) = router.extra.get("model_group_retry_policy") {
             for (group, p) in groups {
                 if let Value::Object(p) = p {
@@ -160,6 +168,7 @@ router_settings:
   max_fallbacks: 2
   retry_policy: {RateLimitErrorRetries: 4, BadRequestErrorRetries: 0}
   model_group_retry_policy: {a: {TimeoutErrorRetries: 9}}
+  allowed_fails_policy: {RateLimitErrorAllowedFails: 10, AuthenticationErrorAllowedFails: 1}
 "#;
         let loaded = tollgate_config::load_str(yaml, "config.yaml", &|_| None).unwrap();
         let cfg = &loaded.config;
@@ -180,6 +189,9 @@ router_settings:
         assert_eq!(c.retry_policy.rate_limit, Some(4));
         assert_eq!(c.retry_policy.bad_request, Some(0));
         assert_eq!(c.model_group_retry_policy["a"].timeout, Some(9));
+        assert_eq!(c.allowed_fails_policy.rate_limit, Some(10));
+        assert_eq!(c.allowed_fails_policy.authentication, Some(1));
+        assert_eq!(c.allowed_fails_policy.timeout, None);
         let l = DeploymentLimits::from_entry(&cfg.model_list[0]);
         assert_eq!(l.rpm, Some(60));
         assert_eq!(l.max_retries, Some(1));
@@ -202,6 +214,13 @@ router_settings:
         assert_eq!(
             RouterConfig::from_settings(&bad, &Default::default()).unwrap_err(),
             ConfigError::UnknownStrategy("fastest".into())
+        );
+        let yaml = "router_settings:\n  allowed_fails_policy: {RateLimitErrorRetries: 1}\n";
+        let loaded = tollgate_config::load_str(yaml, "config.yaml", &|_| None).unwrap();
+        let cfg = &loaded.config;
+        assert_eq!(
+            RouterConfig::from_settings(&cfg.router_settings, &cfg.litellm_settings).unwrap_err(),
+            ConfigError::UnknownAllowedFailsPolicyKey("RateLimitErrorRetries".into())
         );
     }
 }

@@ -34,7 +34,7 @@ pub mod state;
 #[cfg(test)]
 mod testutil;
 
-pub use config::{ConfigError, RetryPolicy, RouterConfig, RoutingStrategy};
+pub use config::{AllowedFailsPolicy, ConfigError, RetryPolicy, RouterConfig, RoutingStrategy};
 pub use failure::{FailureClass, Outcome};
 pub use group::{DeploymentLimits, ModelGroup, RoutedDeployment};
 pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy};

@@ -393,10 +393,13 @@ impl<'a> AttemptPlan<'a> {
             self.finish();
             return;
         }
-        if class.counts_for_cooldown() {
-            router
-                .state
-                .record_failure(slot, now, &router.cooldown_rule());
+        let policy_fails = router.config.allowed_fails_policy.for_class(class);
+        if class.counts_for_cooldown() || policy_fails.is_some() {
+            let mut rule = router.cooldown_rule();
+            if let Some(n) = policy_fails {
+                rule.allowed_fails = n;
+            }
+            router.state.record_failure(slot, now, &rule);
         }
         let budget = self.retry_budget(attempt.group, attempt.index, class);
         let wait_ok = retry_after.is_none_or(|r| r <= router.config.max_retry_wait);

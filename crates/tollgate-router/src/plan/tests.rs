@@ -589,3 +589,39 @@ fn plan_and_attempt_can_cross_awaits() {
     sync::<Router>();
     send::<Router>();
 }
+
+#[test]
+fn allowed_fails_policy_sets_the_threshold_per_error_class() {
+    let mut policy = crate::AllowedFailsPolicy::default();
+    policy
+        .set_allowed_fails("RateLimitErrorAllowedFails", 3)
+        .unwrap();
+    policy
+        .set_allowed_fails("AuthenticationErrorAllowedFails", 1)
+        .unwrap();
+    let cfg = RouterConfig {
+        allowed_fails: 1,
+        allowed_fails_policy: policy,
+        cooldown_time: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let r = router(vec![group("a", &["a1"]), group("b", &["b1"])], cfg);
+    let t0 = Instant::now();
+    // 429s: the third within the minute cools a1 (not the first, as allowed_fails: 1 would)
+    for n in 1..=3 {
+        let mut plan = r.plan("a", retries(0)).unwrap();
+        let (ids, _) = drive(&mut plan, t0, |_| fail(FailureClass::RateLimit));
+        assert_eq!(ids, vec!["a1"], "429 number {n}");
+    }
+    let mut plan = r.plan("a", retries(0)).unwrap();
+    assert!(
+        plan.next_attempt(t0).is_none(),
+        "a1 cooling after three 429s"
+    );
+    // a 401 normally never cools a deployment; listed in the policy, one does
+    let mut plan = r.plan("b", retries(0)).unwrap();
+    let (ids, _) = drive(&mut plan, t0, |_| fail(FailureClass::Auth));
+    assert_eq!(ids, vec!["b1"]);
+    let mut plan = r.plan("b", retries(0)).unwrap();
+    assert!(plan.next_attempt(t0).is_none(), "b1 cooling after one 401");
+}
