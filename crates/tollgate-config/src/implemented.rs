@@ -54,6 +54,7 @@ pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] = &[
     "litellm_key_header_name",
     "database_url",
     "disable_spend_logs",
+    "store_model_in_db",
 ];
 
 /// `router_settings` keys acted on (tollgate-server `state.rs`: timeouts fall back from the

@@ -291,3 +291,32 @@ async fn models_added_at_runtime_are_routed_listed_persisted_and_deleted() {
     assert_eq!(info["data"].as_array().map(Vec::len), Some(1));
     assert!(!gw.log().contains(DB_KEY), "the log shows the upstream key");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn store_model_in_db_false_refuses_runtime_models() {
+    let m = tollgate_mock::start(MockConfig::default()).await.unwrap();
+    let dir = common::tempdir::TempDir::new("models-off");
+    let cfg = config(&m.base_url(), &dir.0.join("models.db")) + "  store_model_in_db: false\n";
+    let gw = Gateway::start(&cfg);
+    let (s, v) = call(
+        &gw,
+        "POST",
+        "/model/new",
+        Some(json!({
+            "model_name": "db-model",
+            "litellm_params": {"model": "openai/x", "api_base": format!("{}/v1", m.base_url())},
+        })),
+    )
+    .await;
+    assert_eq!(s, 400, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("store_model_in_db"),
+        "{v}"
+    );
+    assert_eq!(chat(&gw, "db-model").await.0, 404);
+    assert_eq!(chat(&gw, "cfg-model").await.0, 200);
+    stop(gw);
+}

@@ -61,6 +61,25 @@ impl std::fmt::Debug for ModelCatalog {
 }
 
 impl ModelCatalog {
+    /// Whether models may be stored and loaded: `general_settings.store_model_in_db`, else env
+    /// `STORE_MODEL_IN_DB`; on unless one of them says false. (LiteLLM's default is off; with
+    /// governance on, Tollgate's is on, so `/model/new` works without extra setup.)
+    fn store_enabled(&self) -> bool {
+        let explicit = self
+            .config
+            .general_settings
+            .extra
+            .0
+            .get("store_model_in_db")
+            .and_then(|v| match v {
+                Value::Bool(b) => Some(*b),
+                Value::String(s) => parse_flag(s),
+                _ => None,
+            })
+            .or_else(|| (self.env)("STORE_MODEL_IN_DB").and_then(|s| parse_flag(&s)));
+        explicit != Some(false)
+    }
+
     /// The catalogue over `config`'s deployments, swapping rebuilt routers into `router`,
     /// storing through `gate`'s store with credentials encrypted by `key`. Holds no stored
     /// deployment until [`ModelCatalog::load`].
@@ -98,6 +117,9 @@ impl ModelCatalog {
     /// Errors: [`GateError::Store`] when the table cannot be read, [`GateError::Config`] when
     /// the router cannot be built.
     pub async fn load(&self) -> Result<usize, GateError> {
+        if !self.store_enabled() {
+            return Ok(0);
+        }
         let _change = self.changes.lock().await;
         let rows = self.gate.gov.store().load_models(&self.key).await?;
         let mut kept: Vec<Stored> = Vec::with_capacity(rows.len());
@@ -162,6 +184,11 @@ impl ModelRegistry for ModelCatalog {
     }
 
     async fn add(&self, body: Value, actor: &str) -> Result<Value, ModelChangeError> {
+        if !self.store_enabled() {
+            return Err(ModelChangeError::Invalid(
+                "Storing models is turned off (general_settings.store_model_in_db / STORE_MODEL_IN_DB is false): add the deployment to config.yaml instead.".to_owned(),
+            ));
+        }
         let _change = self.changes.lock().await;
         let new = parse_new(body, actor, &*self.env)?;
         let id = &new.row.model_id;
@@ -499,5 +526,14 @@ mod tests {
                 "model_info": {"id": "cfg-1", "db_model": false},
             })
         );
+    }
+}
+
+/// `true`/`false` in LiteLLM's spellings (`True`, `1`, `yes`, ...); `None` otherwise.
+fn parse_flag(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
     }
 }
