@@ -405,6 +405,15 @@ fn stored_row(row: &ProxyModel) -> Value {
     })
 }
 
+/// `true`/`false` in LiteLLM's spellings (`True`, `1`, `yes`, ...); `None` otherwise.
+fn parse_flag(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -526,14 +535,5 @@ mod tests {
                 "model_info": {"id": "cfg-1", "db_model": false},
             })
         );
-    }
-}
-
-/// `true`/`false` in LiteLLM's spellings (`True`, `1`, `yes`, ...); `None` otherwise.
-fn parse_flag(s: &str) -> Option<bool> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Some(true),
-        "false" | "0" | "no" | "off" => Some(false),
-        _ => None,
     }
 }
