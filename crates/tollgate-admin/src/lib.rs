@@ -121,6 +121,14 @@ pub trait ModelRegistry: Send + Sync + 'static {
     /// Errors: [`ModelChangeError::NotFound`], [`ModelChangeError::Invalid`] (a config-file
     /// deployment), [`ModelChangeError::Store`].
     async fn delete(&self, id: &str) -> Result<(), ModelChangeError>;
+    /// Changes the stored deployment `id` (LiteLLM `/model/update`): `model_name` replaced when
+    /// given, `litellm_params` and `model_info` merged key by key (a `null` removes a key),
+    /// written by `actor`; in force once this returns. Returns the stored row as
+    /// [`Self::add`] does.
+    ///
+    /// Errors: [`ModelChangeError::NotFound`], [`ModelChangeError::Invalid`] (a config-file
+    /// deployment, or the merged entry cannot be routed), [`ModelChangeError::Store`].
+    async fn update(&self, id: &str, patch: Value, actor: &str) -> Result<Value, ModelChangeError>;
 }
 
 /// What the management routes work on.

@@ -1,5 +1,7 @@
 //! The model catalogue (litellm-surface §4.5): `GET /model/info`, `GET /v1/model/info`,
-//! `POST /model/new`, `POST /model/delete` `{"id"}`, over the server's [`crate::ModelRegistry`].
+//! `POST /model/new`, `POST /model/update` `{"model_info": {"id"}, …}` (also
+//! `PATCH /model/{id}/update`), `POST /model/delete` `{"id"}`, over the server's
+//! [`crate::ModelRegistry`].
 //! Admins see every deployment; any other key sees the deployments of the model groups it may
 //! call (LiteLLM filters `/model/info` by the key's access the same way). Writes: admin only.
 
@@ -23,6 +25,8 @@ pub(crate) fn routes() -> Router<Arc<AdminContext>> {
         .route("/v1/model/info", get(info))
         .route("/model/new", post(new))
         .route("/model/delete", post(delete))
+        .route("/model/update", post(update))
+        .route("/model/{id}/update", axum::routing::patch(update_by_path))
 }
 
 /// `GET /model/info`, `/v1/model/info` → `{"data": [{"model_name", "litellm_params" (no
@@ -62,6 +66,56 @@ async fn new(
         .await
         .map_err(change_error)?;
     tracing::info!("model deployment added");
+    Ok(Json(stored))
+}
+
+/// `POST /model/update`: the id in `model_info.id` (or `id`), the rest a patch.
+/// Errors: 400 (no id, not a JSON object, a config-file deployment, an entry that cannot be
+/// routed), 401, 403, 404 (unknown id), 500.
+async fn update(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let patch: Value = extract::body(&body)?;
+    let id = patch
+        .pointer("/model_info/id")
+        .or_else(|| patch.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::bad_request("model_info.id is required"))?;
+    apply_update(&ctx, &headers, &id, patch).await
+}
+
+/// `PATCH /model/{id}/update`: as `/model/update`, the id in the path.
+async fn update_by_path(
+    State(ctx): State<Arc<AdminContext>>,
+    headers: HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    let patch: Value = extract::body(&body)?;
+    apply_update(&ctx, &headers, &id, patch).await
+}
+
+async fn apply_update(
+    ctx: &AdminContext,
+    headers: &HeaderMap,
+    id: &str,
+    patch: Value,
+) -> ApiResult<Json<Value>> {
+    let who = access::admin(ctx, headers, "/model/update")?;
+    if !patch.is_object() {
+        return Err(ApiError::bad_request(
+            "Invalid request body: expected a JSON object",
+        ));
+    }
+    let stored = ctx
+        .models
+        .update(id, patch, &who.actor())
+        .await
+        .map_err(change_error)?;
+    tracing::info!(model_id = %id, "model deployment updated");
     Ok(Json(stored))
 }
 

@@ -320,3 +320,102 @@ async fn store_model_in_db_false_refuses_runtime_models() {
     assert_eq!(chat(&gw, "cfg-model").await.0, 200);
     stop(gw);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_update_merges_params_and_is_routed_at_once() {
+    let m = tollgate_mock::start(MockConfig::default()).await.unwrap();
+    let dir = common::tempdir::TempDir::new("models-update");
+    let db = dir.0.join("models.db");
+    let cfg = config(&m.base_url(), &db);
+    let gw = Gateway::start(&cfg);
+    let (s, added) = call(
+        &gw,
+        "POST",
+        "/model/new",
+        Some(json!({
+            "model_name": "db-model",
+            "litellm_params": {
+                "model": "openai/x",
+                "api_base": format!("{}/d/one/v1", m.base_url()),
+                "api_key": DB_KEY,
+            },
+            "model_info": {"id": "upd-1", "mode": "chat"},
+        })),
+    )
+    .await;
+    assert_eq!(s, 200, "{added}");
+    assert_eq!(chat(&gw, "db-model").await.0, 200);
+    assert_eq!(
+        m.observations()
+            .last()
+            .and_then(|o| o.deployment.clone())
+            .as_deref(),
+        Some("one")
+    );
+
+    // POST /model/update: api_base moved, the key kept (merged), model_info merged
+    let (s, v) = call(
+        &gw,
+        "POST",
+        "/model/update",
+        Some(json!({
+            "model_info": {"id": "upd-1", "base_model": "gpt-4o"},
+            "litellm_params": {"api_base": format!("{}/d/two/v1", m.base_url())},
+        })),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["model_info"]["mode"], "chat", "{v}");
+    assert_eq!(v["model_info"]["base_model"], "gpt-4o", "{v}");
+    assert_eq!(chat(&gw, "db-model").await.0, 200);
+    let last = m.observations().last().cloned().unwrap();
+    assert_eq!(last.deployment.as_deref(), Some("two"));
+    assert_eq!(
+        last.headers.get("authorization").map(String::as_str),
+        Some(format!("Bearer {DB_KEY}").as_str()),
+        "the stored key was kept"
+    );
+
+    // PATCH /model/{id}/update: renamed; the old name is gone at once
+    let r = client()
+        .patch(gw.url("/model/upd-1/update"))
+        .header("authorization", format!("Bearer {MASTER}"))
+        .json(&json!({"model_name": "renamed"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(chat(&gw, "db-model").await.0, 404);
+    assert_eq!(chat(&gw, "renamed").await.0, 200);
+
+    // unknown id 404; a config deployment 400
+    let (s, _) = call(
+        &gw,
+        "POST",
+        "/model/update",
+        Some(json!({"model_info": {"id": "nope"}, "model_name": "x"})),
+    )
+    .await;
+    assert_eq!(s, 404);
+    let (s, _) = call(
+        &gw,
+        "POST",
+        "/model/update",
+        Some(json!({"model_info": {"id": "cfg-1"}, "model_name": "x"})),
+    )
+    .await;
+    assert_eq!(s, 400);
+
+    // the change survives a restart
+    stop(gw);
+    let gw = Gateway::start(&cfg);
+    assert_eq!(chat(&gw, "renamed").await.0, 200);
+    assert_eq!(
+        m.observations()
+            .last()
+            .and_then(|o| o.deployment.clone())
+            .as_deref(),
+        Some("two")
+    );
+    stop(gw);
+}

@@ -86,6 +86,23 @@ impl ModelRegistry for StubModels {
         }
         Ok(())
     }
+
+    async fn update(
+        &self,
+        id: &str,
+        patch: Value,
+        _actor: &str,
+    ) -> Result<Value, ModelChangeError> {
+        let mut v = self.entries.lock().unwrap();
+        let e = v
+            .iter_mut()
+            .find(|e| e["model_info"]["id"] == id)
+            .ok_or_else(|| ModelChangeError::NotFound(id.to_owned()))?;
+        if let Some(name) = patch.get("model_name") {
+            e["model_name"] = name.clone();
+        }
+        Ok(e.clone())
+    }
 }
 
 /// The router with its governance.

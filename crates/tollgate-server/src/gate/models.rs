@@ -1,4 +1,5 @@
-//! [`ModelCatalog`]: the deployments behind `/model/info`, `/model/new` and `/model/delete`
+//! [`ModelCatalog`]: the deployments behind `/model/info`, `/model/new`, `/model/update` and
+//! `/model/delete`
 //! (LiteLLM's `store_model_in_db`). Config-file deployments are listed and cannot be deleted;
 //! deployments added through the API are written to `"LiteLLM_ProxyModelTable"` (credentials
 //! encrypted, [`tollgate_governance::store::models`]), loaded again at start, and routed as if
@@ -212,6 +213,47 @@ impl ModelRegistry for ModelCatalog {
         Ok(stored_row(&new.row))
     }
 
+    async fn update(&self, id: &str, patch: Value, actor: &str) -> Result<Value, ModelChangeError> {
+        let _change = self.changes.lock().await;
+        if self.config_ids.contains(id) {
+            return Err(ModelChangeError::Invalid(format!(
+                "Model with id={id} is defined in the config file and cannot be changed through the API; edit config.yaml and restart"
+            )));
+        }
+        let current = self.stored.load_full();
+        let Some(pos) = current.iter().position(|s| s.row.model_id == id) else {
+            return Err(ModelChangeError::NotFound(id.to_owned()));
+        };
+        let old = &current[pos].row;
+        let mut info = merge_object(&old.model_info, patch.get("model_info"));
+        if let Value::Object(m) = &mut info {
+            m.insert("id".into(), json!(id));
+        }
+        let merged = json!({
+            "model_name": patch
+                .get("model_name")
+                .and_then(Value::as_str)
+                .unwrap_or(&old.model_name),
+            "litellm_params": merge_object(&old.litellm_params, patch.get("litellm_params")),
+            "model_info": info,
+        });
+        let mut changed = parse_new(merged, actor, &*self.env)?;
+        changed.row.created_at = old.created_at;
+        changed.row.created_by = old.created_by.clone();
+        let mut next: Vec<Stored> = current.as_ref().clone();
+        next[pos] = changed.clone();
+        let router = self
+            .router_for(&next)
+            .map_err(|e| ModelChangeError::Invalid(e.to_string()))?;
+        self.gate
+            .gov
+            .store()
+            .upsert_model(&changed.row, &self.key)
+            .await?;
+        self.commit(next, router);
+        Ok(stored_row(&changed.row))
+    }
+
     async fn delete(&self, id: &str) -> Result<(), ModelChangeError> {
         let _change = self.changes.lock().await;
         if self.config_ids.contains(id) {
@@ -235,6 +277,21 @@ impl ModelRegistry for ModelCatalog {
         self.commit(next, router);
         Ok(())
     }
+}
+
+/// `base` with `patch`'s keys set (a `null` in `patch` removes the key).
+fn merge_object(base: &Value, patch: Option<&Value>) -> Value {
+    let mut out = base.as_object().cloned().unwrap_or_default();
+    if let Some(Value::Object(p)) = patch {
+        for (k, v) in p {
+            if v.is_null() {
+                out.remove(k);
+            } else {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 /// A `/model/new` body as a row (`model_info.id` kept, else a new UUID v4) and its entry.
