@@ -39,7 +39,7 @@ async fn info(State(ctx): State<Arc<AdminContext>>, headers: HeaderMap) -> ApiRe
         data.retain(|d| {
             d.get("model_name")
                 .and_then(Value::as_str)
-                .is_some_and(|m| p.model_denial(m, groups).is_none())
+                .is_some_and(|m| p.model_denial(m, &groups).is_none())
         });
     }
     Ok(Json(json!({"data": data})))

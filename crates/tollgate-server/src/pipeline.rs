@@ -458,7 +458,7 @@ fn check_access(
     name: &str,
     requested: &str,
 ) -> Result<(), GatewayError> {
-    match p.model_denial(name, gate.gov.access_groups()) {
+    match p.model_denial(name, &gate.gov.access_groups()) {
         None => Ok(()),
         Some(by) => Err(ErrorEnvelope::new(
             403,

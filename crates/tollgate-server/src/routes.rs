@@ -215,11 +215,12 @@ pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
             }
         }
     }
+    let groups = gov.access_groups();
     // Concrete names the key lists that only a wildcard group serves (`openai/gpt-4o-mini`
     // under `openai/*`); patterns, sentinels and access-group names are never listed.
     for n in &p.key.models {
         if !n.contains('*')
-            && gov.access_groups().get(n).is_none()
+            && groups.get(n).is_none()
             && !names.contains(n)
             && router.resolve(n).is_ok_and(|(g, _)| g.wildcard)
         {
@@ -235,7 +236,7 @@ pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
                 } else {
                     g.name.as_str()
                 };
-                p.model_denial(name, gov.access_groups()).is_none()
+                p.model_denial(name, &groups).is_none()
             }
             Err(_) => false,
         }

@@ -419,3 +419,44 @@ async fn model_update_merges_params_and_is_routed_at_once() {
     );
     stop(gw);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_models_access_groups_count_for_keys() {
+    let m = tollgate_mock::start(MockConfig::default()).await.unwrap();
+    let dir = common::tempdir::TempDir::new("models-groups");
+    let gw = Gateway::start(&config(&m.base_url(), &dir.0.join("models.db")));
+    let (s, k) = call(
+        &gw,
+        "POST",
+        "/key/generate",
+        Some(json!({"models": ["grp"]})),
+    )
+    .await;
+    assert_eq!(s, 200, "{k}");
+    let key = k["key"].as_str().unwrap().to_owned();
+    let as_key = |model: &'static str| {
+        client()
+            .post(gw.url("/v1/chat/completions"))
+            .header("authorization", format!("Bearer {key}"))
+            .json(&json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+    };
+    // nothing is in group `grp` yet
+    assert_eq!(as_key("db-model").await.unwrap().status(), 404);
+    let (s, v) = call(
+        &gw,
+        "POST",
+        "/model/new",
+        Some(json!({
+            "model_name": "db-model",
+            "litellm_params": {"model": "openai/x", "api_base": format!("{}/v1", m.base_url())},
+            "model_info": {"access_groups": ["grp"]},
+        })),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(as_key("db-model").await.unwrap().status(), 200);
+    // the config model is outside the key's group
+    assert_eq!(as_key("cfg-model").await.unwrap().status(), 403);
+    stop(gw);
+}

@@ -102,6 +102,7 @@ pub struct Governance {
     prices: PriceTable,
     logs: Arc<SpendLogQueue>,
     options: GovernanceOptions,
+    access: std::sync::RwLock<Arc<AccessGroups>>,
 }
 
 impl std::fmt::Debug for Governance {
@@ -147,6 +148,7 @@ impl Governance {
             cache: IdentityCache::new(entities),
             prices,
             logs: Arc::new(SpendLogQueue::new(options.spend_log_capacity)),
+            access: std::sync::RwLock::new(Arc::new(options.access_groups.clone())),
             options,
         })
     }
@@ -181,9 +183,16 @@ impl Governance {
         &self.options
     }
 
-    /// Access groups of the config.
-    pub fn access_groups(&self) -> &AccessGroups {
-        &self.options.access_groups
+    /// Access groups in force: the config's, and those of deployments added at runtime
+    /// ([`Self::set_access_groups`]).
+    pub fn access_groups(&self) -> Arc<AccessGroups> {
+        Arc::clone(&self.access.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Replaces the access groups (a deployment with `model_info.access_groups` was added,
+    /// changed or removed); in force for the next request.
+    pub fn set_access_groups(&self, groups: AccessGroups) {
+        *self.access.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(groups);
     }
 
     /// The write-behind task writing spend counters and spend logs (`batch` rows per

@@ -165,15 +165,21 @@ fn options(config: &Config) -> GovernanceOptions {
             budget_duration: ls.budget_duration.as_deref().and_then(|d| d.parse().ok()),
             ..Limits::default()
         },
-        access_groups: AccessGroups::from_pairs(config.model_list.iter().flat_map(|e| {
-            e.model_info
-                .access_groups
-                .iter()
-                .map(move |g| (g.as_str(), e.model_name.as_str()))
-        })),
+        access_groups: access_groups(&config.model_list),
         spend_logs: config.general_settings.disable_spend_logs != Some(true),
         ..GovernanceOptions::default()
     }
+}
+
+/// The access groups (`model_info.access_groups`) of a set of deployments: group name →
+/// model names.
+pub fn access_groups<'a>(entries: impl IntoIterator<Item = &'a ModelEntry>) -> AccessGroups {
+    AccessGroups::from_pairs(entries.into_iter().flat_map(|e| {
+        e.model_info
+            .access_groups
+            .iter()
+            .map(move |g| (g.as_str(), e.model_name.as_str()))
+    }))
 }
 
 fn deployment_pricing(e: &ModelEntry) -> DeploymentPricing {

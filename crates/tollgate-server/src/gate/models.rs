@@ -165,11 +165,17 @@ impl ModelCatalog {
         )
     }
 
-    /// Makes `stored` and `router` current: prices first, so the first request on a new
-    /// deployment is priced.
+    /// Makes `stored` and `router` current: prices and access groups first, so the first
+    /// request on a new deployment is priced and its `model_info.access_groups` count.
     fn commit(&self, stored: Vec<Stored>, router: Router) {
         self.gate
             .set_stored_pricing(stored.iter().map(|s| &s.entry));
+        self.gate.gov.set_access_groups(crate::gate::access_groups(
+            self.config
+                .model_list
+                .iter()
+                .chain(stored.iter().map(|s| &s.entry)),
+        ));
         self.stored.store(Arc::new(stored));
         self.router.store(Arc::new(router));
     }
