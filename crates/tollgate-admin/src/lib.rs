@@ -2,7 +2,8 @@
 //!
 //! The management API, with LiteLLM's routes, request and response JSON and status codes
 //! (litellm-surface §4.3–§4.7): `/key/*`, `/team/*`, `/user/*`, `/customer/*` (and
-//! `/end_user/*`), `/budget/*`, `/spend/logs`, `/global/spend`, `/global/spend/report`,
+//! `/end_user/*`), `/budget/*`, `/tag/*`,
+//! `/organization/*`, `/spend/logs`, `/global/spend`, `/global/spend/report`,
 //! `/model/new|delete|info`, `/v1/model/info`.
 //!
 //! Every write goes to the [`tollgate_governance::store::GovernanceStore`] first, then to the
@@ -17,6 +18,8 @@
 //! | `users.rs` | `/user/new|update|delete|info|list` |
 //! | `customers.rs` | `/customer/*` and `/end_user/*`: `new|update|delete|block|unblock|info|list` |
 //! | `budgets.rs` | `/budget/new|update|info|list|delete` |
+//! | `tags.rs` | `/tag/new|update|delete|info|list` |
+//! | `organizations.rs` | `/organization/new|update|delete|info|list` |
 //! | `spend.rs` | `/spend/logs`, `/global/spend`, `/global/spend/report` |
 //! | `models.rs` | `/model/info`, `/v1/model/info`, `/model/new`, `/model/delete` |
 //!
@@ -42,7 +45,9 @@ mod keys;
 mod live;
 mod members;
 mod models;
+mod organizations;
 mod spend;
+mod tags;
 mod team_members;
 mod team_reads;
 mod teams;
@@ -155,6 +160,8 @@ pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
         .merge(users::routes())
         .merge(customers::routes())
         .merge(budgets::routes())
+        .merge(tags::routes())
+        .merge(organizations::routes())
         .merge(spend::routes())
         .merge(models::routes())
         .with_state(ctx)

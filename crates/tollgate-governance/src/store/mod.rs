@@ -128,6 +128,10 @@ pub trait GovernanceStore: Send + Sync + 'static {
     async fn upsert_organization(&self, org: &Organization) -> Result<(), StoreError>;
     /// Inserts or replaces a tag.
     async fn upsert_tag(&self, tag: &Tag) -> Result<(), StoreError>;
+    /// Deletes organizations by `organization_id`; returns the count.
+    async fn delete_organizations(&self, ids: &[String]) -> Result<u64, StoreError>;
+    /// Deletes tags by `tag_name`; returns the count.
+    async fn delete_tags(&self, names: &[String]) -> Result<u64, StoreError>;
     /// Writes a batch of spend counters (absolute `spend`, `budget_reset_at`) in one transaction.
     async fn write_spend(&self, updates: &[SpendSnapshot]) -> Result<(), StoreError>;
     /// Inserts a batch of spend-log rows in one transaction; a row whose `request_id` exists is

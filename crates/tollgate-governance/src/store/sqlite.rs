@@ -331,6 +331,15 @@ impl GovernanceStore for SqliteStore {
         self.upsert(tag).await
     }
 
+    async fn delete_organizations(&self, ids: &[String]) -> Result<u64, StoreError> {
+        self.delete_by(&schema::ORGANIZATION, "organization_id", ids)
+            .await
+    }
+
+    async fn delete_tags(&self, names: &[String]) -> Result<u64, StoreError> {
+        self.delete_by(&schema::TAG, "tag_name", names).await
+    }
+
     async fn write_spend(&self, updates: &[SpendSnapshot]) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         for u in updates {

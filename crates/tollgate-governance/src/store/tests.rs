@@ -140,6 +140,42 @@ pub(super) async fn round_trip(s: &dyn GovernanceStore) {
     assert_eq!(s.delete_end_users(&["cust-1".into()]).await.unwrap(), 1);
 }
 
+/// Tags and organizations are deleted by name / id; unknown ones are not counted.
+#[tokio::test]
+async fn delete_tags_and_organizations() {
+    let s = store().await;
+    for name in ["prod", "dev"] {
+        s.upsert_tag(&Tag {
+            tag_name: name.into(),
+            ..Tag::default()
+        })
+        .await
+        .unwrap();
+    }
+    s.upsert_organization(&Organization {
+        organization_id: "org-1".into(),
+        ..Organization::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        s.delete_tags(&["prod".into(), "nope".into()])
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(s.delete_organizations(&["org-1".into()]).await.unwrap(), 1);
+    let snap = s.load().await.unwrap();
+    assert_eq!(
+        snap.tags
+            .iter()
+            .map(|t| t.tag_name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["dev"]
+    );
+    assert!(snap.organizations.is_empty());
+}
+
 /// B37: no raw key in any stored row, in any table.
 #[tokio::test]
 async fn no_raw_key_in_any_table() {
