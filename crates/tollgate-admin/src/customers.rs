@@ -23,6 +23,7 @@ use tollgate_governance::runtime::{Entities, Governance};
 use tollgate_governance::store::{BudgetTier, EndUser};
 
 use crate::error::{ApiError, ApiResult};
+use crate::tier::{TierLimits, tier_with};
 use crate::write::Batch;
 use crate::{AdminContext, access, extract, live};
 
@@ -136,31 +137,20 @@ impl CustomerFields {
         if let Some(m) = &self.model_max_budget {
             extract::model_max_budget(m)?;
         }
-        let mut t = match e.budget(c.budget_id.as_deref()) {
-            Some(t) => BudgetTier::clone(t),
-            None => BudgetTier {
-                budget_id: extract::new_id(),
-                model_max_budget: json!({}),
-                created_at: Some(now),
-                created_by: Some(by.to_owned()),
-                ..BudgetTier::default()
-            },
+        let limits = TierLimits {
+            max_budget: self.max_budget,
+            duration: d,
+            tpm_limit: self.tpm_limit,
+            rpm_limit: self.rpm_limit,
         };
-        if let Some(v) = self.max_budget {
-            t.max_budget = Some(v);
-        }
+        let mut t = tier_with(
+            e.budget(c.budget_id.as_deref()).map(|t| t.as_ref()),
+            &limits,
+            now,
+            by,
+        );
         if let Some(v) = self.soft_budget {
             t.soft_budget = Some(v);
-        }
-        if let Some(d) = d {
-            t.budget_duration = Some(d.to_string());
-            t.budget_reset_at = Some(d.next_reset(now));
-        }
-        if let Some(v) = self.tpm_limit {
-            t.tpm_limit = Some(v);
-        }
-        if let Some(v) = self.rpm_limit {
-            t.rpm_limit = Some(v);
         }
         if let Some(v) = self.max_parallel_requests {
             t.max_parallel_requests = Some(v);
@@ -168,8 +158,6 @@ impl CustomerFields {
         if let Some(m) = &self.model_max_budget {
             t.model_max_budget = Value::Object(m.clone());
         }
-        t.updated_at = Some(now);
-        t.updated_by = Some(by.to_owned());
         c.budget_id = Some(t.budget_id.clone());
         Ok((Some(t), d.is_some()))
     }

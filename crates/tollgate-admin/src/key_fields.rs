@@ -20,6 +20,7 @@ use tollgate_governance::store::{BudgetTier, VerificationToken};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract;
+use crate::tier::{TierLimits, tier_with};
 
 /// Body of the key routes. No `Debug`: `key` / `new_key` may hold a plaintext key.
 #[derive(Default, Deserialize)]
@@ -272,24 +273,14 @@ fn soft_budget_tier(
     now: DateTime<Utc>,
     by: &str,
 ) -> BudgetTier {
-    match e.budget(row.budget_id.as_deref()) {
-        Some(t) => BudgetTier {
-            soft_budget: Some(soft),
-            updated_at: Some(now),
-            updated_by: Some(by.to_owned()),
-            ..BudgetTier::clone(t)
-        },
-        None => BudgetTier {
-            budget_id: extract::new_id(),
-            soft_budget: Some(soft),
-            model_max_budget: empty(),
-            created_at: Some(now),
-            created_by: Some(by.to_owned()),
-            updated_at: Some(now),
-            updated_by: Some(by.to_owned()),
-            ..BudgetTier::default()
-        },
-    }
+    let mut t = tier_with(
+        e.budget(row.budget_id.as_deref()).map(|t| t.as_ref()),
+        &TierLimits::default(),
+        now,
+        by,
+    );
+    t.soft_budget = Some(soft);
+    t
 }
 
 /// The tier of a row, if linked (for `litellm_budget_table`).

@@ -51,6 +51,7 @@ mod tags;
 mod team_members;
 mod team_reads;
 mod teams;
+mod tier;
 mod users;
 mod write;
 

@@ -16,6 +16,7 @@ use tollgate_governance::store::{BudgetTier, Team, TeamMember, TeamMembership, U
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract;
+use crate::tier::{TierLimits, tier_with};
 
 /// A member as given in `members_with_roles` / `member`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -178,28 +179,12 @@ impl MemberBudget {
         {
             return Ok(None);
         }
-        let mut t = existing.cloned().unwrap_or_else(|| BudgetTier {
-            budget_id: extract::new_id(),
-            model_max_budget: Value::Object(Map::new()),
-            created_at: Some(now),
-            created_by: Some(by.to_owned()),
-            ..BudgetTier::default()
-        });
-        if let Some(b) = self.max_budget_in_team {
-            t.max_budget = Some(b);
-        }
-        if let Some(d) = d {
-            t.budget_duration = Some(d.to_string());
-            t.budget_reset_at = Some(d.next_reset(now));
-        }
-        if let Some(v) = self.tpm_limit {
-            t.tpm_limit = Some(v);
-        }
-        if let Some(v) = self.rpm_limit {
-            t.rpm_limit = Some(v);
-        }
-        t.updated_at = Some(now);
-        t.updated_by = Some(by.to_owned());
-        Ok(Some((t, d.is_some())))
+        let limits = TierLimits {
+            max_budget: self.max_budget_in_team,
+            duration: d,
+            tpm_limit: self.tpm_limit,
+            rpm_limit: self.rpm_limit,
+        };
+        Ok(Some((tier_with(existing, &limits, now, by), d.is_some())))
     }
 }

@@ -23,6 +23,7 @@ use tollgate_governance::runtime::{Entities, Governance};
 use tollgate_governance::store::{BudgetTier, Tag};
 
 use crate::error::{ApiError, ApiResult};
+use crate::tier::{TierLimits, tier_with};
 use crate::{AdminContext, access, extract, live};
 
 /// The tag routes.
@@ -74,31 +75,13 @@ impl TierFields {
             return Ok(None);
         }
         let d = extract::duration("budget_duration", self.budget_duration.as_deref())?;
-        let mut t = match linked {
-            Some(t) => BudgetTier::clone(t),
-            None => BudgetTier {
-                budget_id: extract::new_id(),
-                model_max_budget: json!({}),
-                created_at: Some(now),
-                created_by: Some(by.to_owned()),
-                ..BudgetTier::default()
-            },
+        let limits = TierLimits {
+            max_budget: self.max_budget,
+            duration: d,
+            tpm_limit: self.tpm_limit,
+            rpm_limit: self.rpm_limit,
         };
-        if let Some(v) = self.max_budget {
-            t.max_budget = Some(v);
-        }
-        if let Some(d) = d {
-            t.budget_duration = Some(d.to_string());
-            t.budget_reset_at = Some(d.next_reset(now));
-        }
-        if let Some(v) = self.tpm_limit {
-            t.tpm_limit = Some(v);
-        }
-        if let Some(v) = self.rpm_limit {
-            t.rpm_limit = Some(v);
-        }
-        t.updated_at = Some(now);
-        t.updated_by = Some(by.to_owned());
+        let t = tier_with(linked.map(|t| t.as_ref()), &limits, now, by);
         Ok(Some((t, d.is_some())))
     }
 }

@@ -1,0 +1,53 @@
+//! Budget tiers written on behalf of another entity (a customer's, tag's, organization's or
+//! team member's limits, a key's `soft_budget`): LiteLLM keeps those limits on a linked
+//! `"LiteLLM_BudgetTable"` row. One rule for every route: change the linked tier, or create one.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use tollgate_governance::duration::BudgetDuration;
+use tollgate_governance::store::BudgetTier;
+
+use crate::extract;
+
+/// Limits a route sets on a tier; `None` = unchanged. Budget in USD, limits per minute.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TierLimits {
+    pub max_budget: Option<f64>,
+    /// Starts a new window (`budget_reset_at` = the next standardised reset after `now`).
+    pub duration: Option<BudgetDuration>,
+    pub tpm_limit: Option<i64>,
+    pub rpm_limit: Option<i64>,
+}
+
+/// `linked` with `limits` applied, or a new tier (uuid id, LiteLLM's empty
+/// `model_max_budget`, created now by `by`) when none is linked; stamped updated now by `by`.
+pub(crate) fn tier_with(
+    linked: Option<&BudgetTier>,
+    limits: &TierLimits,
+    now: DateTime<Utc>,
+    by: &str,
+) -> BudgetTier {
+    let mut t = linked.cloned().unwrap_or_else(|| BudgetTier {
+        budget_id: extract::new_id(),
+        model_max_budget: Value::Object(Map::new()),
+        created_at: Some(now),
+        created_by: Some(by.to_owned()),
+        ..BudgetTier::default()
+    });
+    if let Some(v) = limits.max_budget {
+        t.max_budget = Some(v);
+    }
+    if let Some(d) = limits.duration {
+        t.budget_duration = Some(d.to_string());
+        t.budget_reset_at = Some(d.next_reset(now));
+    }
+    if let Some(v) = limits.tpm_limit {
+        t.tpm_limit = Some(v);
+    }
+    if let Some(v) = limits.rpm_limit {
+        t.rpm_limit = Some(v);
+    }
+    t.updated_at = Some(now);
+    t.updated_by = Some(by.to_owned());
+    t
+}
