@@ -1,8 +1,15 @@
 //! The upstream HTTP client: one pooled `reqwest` client per distinct connect timeout (in
 //! practice one), with keep-alive, HTTP/2 where the upstream offers it over TLS (ALPN), and
 //! TCP_NODELAY (without it small requests wait for the peer's delayed ACK).
+//!
+//! The gateway serves on one single-threaded runtime per worker thread; each worker has its
+//! own set of pools (a *shard*, chosen by [`bind_thread_to_shard`]) so that an upstream
+//! connection is driven by the same thread as the requests that use it — no cross-thread
+//! wake-up per exchange.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -76,10 +83,57 @@ fn without_url(e: &reqwest::Error) -> String {
     s
 }
 
-/// The shared upstream client.
+/// The shared upstream client: per shard (worker thread), one pooled client per connect
+/// timeout.
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
-    clients: BTreeMap<Duration, reqwest::Client>,
+    shards: Arc<[BTreeMap<Duration, reqwest::Client>]>,
+}
+
+/// A deployment's upstream URLs, parsed once per path: a URL parse (with IDNA host
+/// normalisation) was ~5 % of the gateway's CPU per forwarded request (perf, bench/README.md
+/// 2026-11-30). Holds at most [`EndpointUrls::MAX`] paths; others are parsed per call.
+#[derive(Debug, Default)]
+pub struct EndpointUrls(std::sync::RwLock<Vec<(Box<str>, reqwest::Url)>>);
+
+impl EndpointUrls {
+    /// Paths kept per deployment (a deployment is called on a handful: chat, embeddings, ...;
+    /// paths that carry an id, like a stored response's, would otherwise grow it).
+    pub const MAX: usize = 8;
+
+    /// `{base}{path}` parsed, from the cache when seen before.
+    ///
+    /// Errors: [`UpstreamError::Connect`] when the joined text is not a URL.
+    fn get(&self, base: &str, path: &str) -> Result<reqwest::Url, UpstreamError> {
+        if let Ok(cached) = self.0.read()
+            && let Some((_, url)) = cached.iter().find(|(p, _)| &**p == path)
+        {
+            return Ok(url.clone());
+        }
+        let mut joined = String::with_capacity(base.len() + path.len());
+        joined.push_str(base);
+        joined.push_str(path);
+        let url = reqwest::Url::parse(&joined)
+            .map_err(|e| UpstreamError::Connect(format!("invalid upstream URL: {e}")))?;
+        if let Ok(mut cached) = self.0.write()
+            && cached.len() < Self::MAX
+            && !cached.iter().any(|(p, _)| &**p == path)
+        {
+            cached.push((path.into(), url.clone()));
+        }
+        Ok(url)
+    }
+}
+
+thread_local! {
+    static SHARD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Makes the calling thread use shard `index` (modulo the number of shards) of every
+/// [`UpstreamClient`]; threads that never call it use shard 0. Called once by each worker
+/// thread before it serves.
+pub fn bind_thread_to_shard(index: usize) {
+    SHARD.with(|s| s.set(index));
 }
 
 /// A response whose headers have arrived; the body is read or streamed next.
@@ -95,22 +149,42 @@ pub struct UpstreamResponse {
 }
 
 impl UpstreamClient {
-    /// Builds one pooled client per distinct connect timeout among `deployments`.
+    /// Builds one shard: one pooled client per distinct connect timeout among `deployments`.
+    ///
+    /// Errors: [`UpstreamError::Build`] when TLS cannot be set up.
     pub fn new<'a>(
         deployments: impl IntoIterator<Item = &'a Deployment>,
     ) -> Result<Self, UpstreamError> {
-        let mut clients = BTreeMap::new();
-        for d in deployments {
-            let t = d.timeouts.connect;
-            if let std::collections::btree_map::Entry::Vacant(e) = clients.entry(t) {
-                e.insert(build(t)?);
-            }
+        let mut timeouts: std::collections::BTreeSet<Duration> = deployments
+            .into_iter()
+            .map(|d| d.timeouts.connect)
+            .collect();
+        timeouts.insert(crate::deployment::DEFAULT_CONNECT_TIMEOUT);
+        let shard = build_shard(timeouts.into_iter())?;
+        Ok(Self {
+            shards: Arc::from(vec![shard]),
+        })
+    }
+
+    /// The same client with `n` (at least 1) shards, each with its own pools for the same
+    /// connect timeouts; a worker thread picks its shard with [`bind_thread_to_shard`].
+    ///
+    /// Errors: [`UpstreamError::Build`] when TLS cannot be set up.
+    pub fn with_shards(self, n: usize) -> Result<Self, UpstreamError> {
+        let timeouts: Vec<Duration> = self.shards[0].keys().copied().collect();
+        let mut shards = Vec::with_capacity(n.max(1));
+        shards.push(self.shards[0].clone());
+        for _ in 1..n {
+            shards.push(build_shard(timeouts.iter().copied())?);
         }
-        let default = crate::deployment::DEFAULT_CONNECT_TIMEOUT;
-        if let std::collections::btree_map::Entry::Vacant(e) = clients.entry(default) {
-            e.insert(build(default)?);
-        }
-        Ok(Self { clients })
+        Ok(Self {
+            shards: Arc::from(shards),
+        })
+    }
+
+    /// How many shards there are.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
     }
 
     /// The client for `connect`: its own when one was built for it, else the one with the
@@ -119,7 +193,8 @@ impl UpstreamClient {
     /// per-request timeout is never cut short by a shorter connect limit; the first-byte limit
     /// still bounds the whole exchange.
     fn client(&self, connect: Duration) -> Option<&reqwest::Client> {
-        pick(&self.clients, connect)
+        let shard = SHARD.with(Cell::get) % self.shards.len();
+        pick(&self.shards[shard], connect)
     }
 
     /// POSTs `body` (JSON) to `{base_url}{path}` with the deployment's headers plus `extra`
@@ -136,9 +211,7 @@ impl UpstreamClient {
         let client = self
             .client(timeouts.connect)
             .ok_or_else(|| UpstreamError::Build("no client".into()))?;
-        let mut url = String::with_capacity(deployment.base_url.len() + path.len());
-        url.push_str(&deployment.base_url);
-        url.push_str(path);
+        let url = deployment.urls.get(&deployment.base_url, path)?;
         let mut req = client
             .post(url)
             .header(http::header::CONTENT_TYPE, "application/json");
@@ -225,6 +298,12 @@ fn pick<V>(m: &BTreeMap<Duration, V>, connect: Duration) -> Option<&V> {
         .or_else(|| m.values().next_back())
 }
 
+fn build_shard(
+    connect_timeouts: impl Iterator<Item = Duration>,
+) -> Result<BTreeMap<Duration, reqwest::Client>, UpstreamError> {
+    connect_timeouts.map(|t| Ok((t, build(t)?))).collect()
+}
+
 fn build(connect: Duration) -> Result<reqwest::Client, UpstreamError> {
     reqwest::Client::builder()
         .connect_timeout(connect)
@@ -232,6 +311,10 @@ fn build(connect: Duration) -> Result<reqwest::Client, UpstreamError> {
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_max_idle_per_host(1024)
         .http2_adaptive_window(true)
+        // A provider's redirect is the client's business (it is relayed as is, like the
+        // official SDKs see it); following none also spares a copy of every request's
+        // headers kept for a possible redirect.
+        .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .build()
         .map_err(|e| UpstreamError::Build(e.to_string()))
@@ -297,5 +380,47 @@ mod pick_tests {
         assert_eq!(pick(&m, s(2)), Some(&"5s"));
         assert_eq!(pick(&m, s(9)), Some(&"5s"));
         assert_eq!(pick(&BTreeMap::<Duration, u8>::new(), s(1)), None);
+    }
+
+    #[test]
+    fn endpoint_urls_parse_once_per_path_and_stay_bounded() {
+        let urls = EndpointUrls::default();
+        let base = "http://127.0.0.1:9/v1";
+        let a = urls.get(base, "/chat/completions").unwrap();
+        assert_eq!(a.as_str(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(urls.get(base, "/chat/completions").unwrap(), a);
+        assert_eq!(urls.0.read().unwrap().len(), 1);
+        for i in 0..20 {
+            let u = urls.get(base, &format!("/responses/resp_{i}")).unwrap();
+            assert_eq!(u.path(), format!("/v1/responses/resp_{i}"));
+        }
+        assert_eq!(urls.0.read().unwrap().len(), EndpointUrls::MAX);
+        assert!(matches!(
+            urls.get("not a url", "/x"),
+            Err(UpstreamError::Connect(_))
+        ));
+    }
+
+    #[test]
+    fn each_worker_thread_uses_its_own_shard() {
+        let one = UpstreamClient::new(std::iter::empty()).unwrap();
+        assert_eq!(one.shard_count(), 1);
+        let three = one.with_shards(3).unwrap();
+        assert_eq!(three.shard_count(), 3);
+        let t = crate::deployment::DEFAULT_CONNECT_TIMEOUT;
+        let on = |i: usize| {
+            let c = three.clone();
+            std::thread::spawn(move || {
+                bind_thread_to_shard(i);
+                let shard = SHARD.with(Cell::get) % c.shards.len();
+                // The pick is the shard's own client object.
+                std::ptr::eq(c.client(t).unwrap(), &c.shards[shard][&t]) as usize * 10 + shard
+            })
+            .join()
+            .unwrap()
+        };
+        assert_eq!(on(0), 10);
+        assert_eq!(on(2), 12);
+        assert_eq!(on(4), 11);
     }
 }

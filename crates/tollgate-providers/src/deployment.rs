@@ -178,6 +178,8 @@ pub struct Deployment {
     pub max_response_bytes: usize,
     /// Set when the deployment is answered in process.
     pub mock: Option<MockBehaviour>,
+    /// `{base_url}{path}` parsed once per path called (see [`crate::client::EndpointUrls`]).
+    pub(crate) urls: crate::client::EndpointUrls,
 }
 
 impl Deployment {
@@ -281,6 +283,7 @@ impl Deployment {
             headers,
             defaults,
             mock,
+            urls: Default::default(),
         })
     }
 

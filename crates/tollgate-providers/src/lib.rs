@@ -12,6 +12,6 @@ pub mod client;
 pub mod deployment;
 pub mod table;
 
-pub use client::{UpstreamClient, UpstreamError, UpstreamResponse};
+pub use client::{UpstreamClient, UpstreamError, UpstreamResponse, bind_thread_to_shard};
 pub use deployment::{Deployment, DeploymentError, DeploymentSpec, Timeouts};
 pub use table::{AuthStyle, ProviderSpec, WireDialect, provider_spec};

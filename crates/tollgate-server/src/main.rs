@@ -1,7 +1,8 @@
 //! `tollgate`: the gateway binary.
 //!
-//! - `tollgate --config PATH [--port N] [--host ADDR]` serves (defaults: port 4000, host
-//!   0.0.0.0; env `PORT`, `HOST`, `CONFIG_FILE_PATH`, as LiteLLM reads them).
+//! - `tollgate --config PATH [--port N] [--host ADDR] [--num_workers N]` serves (defaults:
+//!   port 4000, host 0.0.0.0, one worker thread per core; env `PORT`, `HOST`,
+//!   `CONFIG_FILE_PATH`, `NUM_WORKERS`, as LiteLLM reads them).
 //! - `tollgate check-config PATH` validates a config and prints its model groups and
 //!   deployments with secrets masked.
 //! - `tollgate --version`.
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use tollgate_server::gate::{Gate, StoreChoice};
+use tollgate_server::serve;
 use tollgate_server::state::AppState;
 
 #[derive(Parser, Debug)]
@@ -32,6 +34,10 @@ struct Cli {
     /// Address to bind.
     #[arg(long, env = "HOST", default_value = "0.0.0.0")]
     host: String,
+    /// Worker threads, each a single-threaded runtime accepting from the shared listener
+    /// (default: one per core).
+    #[arg(long = "num_workers", alias = "num-workers", env = "NUM_WORKERS")]
+    num_workers: Option<usize>,
     /// Seconds to let in-flight requests and streams finish after SIGTERM/SIGINT.
     #[arg(long, default_value_t = 30.0)]
     drain_seconds: f64,
@@ -138,14 +144,20 @@ fn run(cli: Cli) -> ExitCode {
             unimplemented.join(", ")
         );
     }
-    let state = match AppState::build(&loaded, &env) {
+    let workers = cli
+        .num_workers
+        .unwrap_or_else(tollgate_server::serve::default_workers)
+        .max(1);
+    let state = match AppState::build(&loaded, &env).and_then(|s| s.with_workers(workers)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: invalid config: {e}");
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // The main thread's runtime starts everything, runs background tasks (spend-log
+    // write-behind, signals) and is worker 0; `serve::WorkerPool` starts the others.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -220,16 +232,39 @@ fn run(cli: Cli) -> ExitCode {
         tracing::info!(
             version = tollgate_server::VERSION,
             groups = state.router.load().public_names().count(),
+            workers,
             auth = state.auth.requires_key(),
             "Tollgate listening on http://{local}"
         );
         let drain = Duration::from_secs_f64(cli.drain_seconds.max(0.0));
-        let served = tollgate_server::serve::serve(state, listener, drain).await;
-        // Flush spend counters and spend logs queued by the last requests.
+        let listener = match listener.into_std() {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("error: cannot listen on {addr}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let (stop_serving_tx, stop_serving) = tokio::sync::watch::channel(false);
+        let mut pool = match serve::WorkerPool::spawn(&state, &listener, workers, &stop_serving, drain) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: cannot start {workers} workers: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        tokio::spawn(serve::stop_on_signal(Arc::clone(&state), stop_serving_tx));
+        let served = match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => serve::serve_worker(state, l, stop_serving, drain).await,
+            Err(e) => Err(e),
+        };
+        let served = served.and(pool.drained().await);
+        // Flush spend counters and spend logs queued by the last requests, while the other
+        // workers' runtimes (and the connections registered with them) still run.
         let _ = stop_tx.send(true);
         if let Some(w) = writer {
             let _ = w.await;
         }
+        pool.release();
         match served {
             Ok(()) => {
                 tracing::info!("shut down");

@@ -1,38 +1,50 @@
-//! The listener: TCP_NODELAY on every accepted socket, graceful shutdown on SIGTERM/SIGINT
-//! (stop accepting, let in-flight requests and streams finish, up to a deadline).
+//! The listener and its workers.
+//!
+//! Tollgate serves on `N` worker threads (default: one per core), each running its own
+//! single-threaded tokio runtime that accepts from the same listening socket (a `dup` of it,
+//! so the kernel hands each new connection to one worker). A connection, the requests on it
+//! and the upstream connections they use (each worker has its own upstream pools, see
+//! [`tollgate_providers::bind_thread_to_shard`]) stay on one thread: no task is handed to
+//! another thread and woken there, which on a work-stealing runtime cost a futex wake-up and a
+//! context switch per request (bench/README.md, 2026-11-29 21:15 profile). Shared state
+//! (router, governance, caches) is the same `Arc<AppState>` for all workers.
+//!
+//! Every accepted socket gets TCP_NODELAY. On SIGTERM/SIGINT every worker stops accepting and
+//! lets in-flight requests and streams finish, up to a deadline.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
 
 use crate::state::AppState;
 
-/// Serves until SIGTERM/SIGINT, then drains for at most `drain_deadline`.
-pub async fn serve(
+/// Serves on the calling runtime (one worker) until `stop` turns true, then drains for at
+/// most `drain_deadline`.
+///
+/// Errors: accept-loop I/O errors from axum's server.
+pub async fn serve_worker(
     state: Arc<AppState>,
     listener: TcpListener,
+    mut stop: watch::Receiver<bool>,
     drain_deadline: Duration,
 ) -> std::io::Result<()> {
-    let app = crate::routes::router(Arc::clone(&state));
+    let app = crate::routes::router(state);
     let listener = listener.tap_io(|tcp| {
         // Without TCP_NODELAY small responses wait for the client's delayed ACK (DESIGN.md).
         let _ = tcp.set_nodelay(true);
     });
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    let shutdown_state = Arc::clone(&state);
+    let mut stop_deadline = stop.clone();
     let signal = async move {
-        wait_for_signal().await;
-        shutdown_state.shutting_down.store(true, Ordering::Relaxed);
-        tracing::info!("shutdown signal received: draining in-flight requests");
-        let _ = tx.send(true);
+        let _ = stop.wait_for(|v| *v).await;
     };
     let server = axum::serve(listener, app).with_graceful_shutdown(signal);
-    let mut rx_deadline = rx.clone();
     let deadline = async move {
-        let _ = rx_deadline.wait_for(|v| *v).await;
+        let _ = stop_deadline.wait_for(|v| *v).await;
         tokio::time::sleep(drain_deadline).await;
     };
     tokio::select! {
@@ -42,6 +54,107 @@ pub async fn serve(
             Ok(())
         }
     }
+}
+
+/// Waits for SIGTERM/SIGINT, then marks the state as shutting down and turns `stop` true.
+pub async fn stop_on_signal(state: Arc<AppState>, stop: watch::Sender<bool>) {
+    wait_for_signal().await;
+    state.shutting_down.store(true, Ordering::Relaxed);
+    tracing::info!("shutdown signal received: draining in-flight requests");
+    let _ = stop.send(true);
+}
+
+/// Worker threads beyond the caller's own (worker 0).
+///
+/// Each worker keeps its runtime running after it has drained, until [`WorkerPool::release`]:
+/// connections it opened (to the upstream, to Postgres) are registered with its runtime, and
+/// the final spend-log flush on worker 0 may still use a pooled one.
+pub struct WorkerPool {
+    threads: Vec<JoinHandle<()>>,
+    drained: Vec<oneshot::Receiver<std::io::Result<()>>>,
+    release: watch::Sender<bool>,
+}
+
+impl WorkerPool {
+    /// Starts workers `1..workers`, each on its own thread with a single-threaded runtime,
+    /// accepting from a duplicate of `listener` and using upstream shard `i`.
+    ///
+    /// Errors: the listener cannot be duplicated or a thread cannot be spawned.
+    pub fn spawn(
+        state: &Arc<AppState>,
+        listener: &std::net::TcpListener,
+        workers: usize,
+        stop: &watch::Receiver<bool>,
+        drain_deadline: Duration,
+    ) -> std::io::Result<Self> {
+        let (release, _) = watch::channel(false);
+        let mut pool = WorkerPool {
+            threads: Vec::new(),
+            drained: Vec::new(),
+            release,
+        };
+        for i in 1..workers.max(1) {
+            let listener = listener.try_clone()?;
+            let state = Arc::clone(state);
+            let stop = stop.clone();
+            let mut release = pool.release.subscribe();
+            let (drained_tx, drained_rx) = oneshot::channel();
+            let thread = std::thread::Builder::new()
+                .name(format!("tollgate-worker-{i}"))
+                .spawn(move || {
+                    tollgate_providers::bind_thread_to_shard(i);
+                    let runtime = match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let _ = drained_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    runtime.block_on(async move {
+                        let served = match TcpListener::from_std(listener) {
+                            Ok(l) => serve_worker(state, l, stop, drain_deadline).await,
+                            Err(e) => Err(e),
+                        };
+                        let _ = drained_tx.send(served);
+                        let _ = release.wait_for(|v| *v).await;
+                    });
+                })?;
+            pool.threads.push(thread);
+            pool.drained.push(drained_rx);
+        }
+        Ok(pool)
+    }
+
+    /// Waits until every worker has drained; the first worker error, if any.
+    pub async fn drained(&mut self) -> std::io::Result<()> {
+        let mut result = Ok(());
+        for rx in self.drained.drain(..) {
+            if let Ok(Err(e)) = rx.await
+                && result.is_ok()
+            {
+                result = Err(e);
+            }
+        }
+        result
+    }
+
+    /// Lets the workers' runtimes end and joins their threads.
+    pub fn release(self) {
+        let _ = self.release.send(true);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The number of workers when none is configured: the cores this process may run on.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 async fn wait_for_signal() {

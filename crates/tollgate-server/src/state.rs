@@ -117,6 +117,14 @@ impl AppState {
             admin: None,
         })
     }
+
+    /// The same state with one upstream pool per worker thread (see [`crate::serve`]).
+    ///
+    /// Errors: [`StateError::Client`] when a client cannot be built.
+    pub fn with_workers(mut self, workers: usize) -> Result<Self, StateError> {
+        self.client = self.client.with_shards(workers)?;
+        Ok(self)
+    }
 }
 
 /// Deployments by model group, in order of first appearance.
