@@ -245,6 +245,7 @@ fn run(cli: Cli) -> ExitCode {
             }
         };
         let (stop_serving_tx, stop_serving) = tokio::sync::watch::channel(false);
+        let stop_serving_tx = Arc::new(stop_serving_tx);
         let mut pool = match serve::WorkerPool::spawn(&state, &listener, workers, &stop_serving, drain) {
             Ok(p) => p,
             Err(e) => {
@@ -252,11 +253,16 @@ fn run(cli: Cli) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        tokio::spawn(serve::stop_on_signal(Arc::clone(&state), stop_serving_tx));
+        tokio::spawn(serve::stop_on_signal(
+            Arc::clone(&state),
+            Arc::clone(&stop_serving_tx),
+        ));
         let served = match tokio::net::TcpListener::from_std(listener) {
             Ok(l) => serve::serve_worker(state, l, stop_serving, drain).await,
             Err(e) => Err(e),
         };
+        // Worker 0 only stops on the signal or a failure; either way the others stop too.
+        let _ = stop_serving_tx.send(true);
         let served = served.and(pool.drained().await);
         // Flush spend counters and spend logs queued by the last requests, while the other
         // workers' runtimes (and the connections registered with them) still run.

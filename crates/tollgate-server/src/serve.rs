@@ -11,6 +11,9 @@
 //!
 //! Every accepted socket gets TCP_NODELAY. On SIGTERM/SIGINT every worker stops accepting and
 //! lets in-flight requests and streams finish, up to a deadline.
+//!
+//! Work done inline on a worker (parsing a request body, counting a 100K-token prompt: about
+//! 2 ms) delays only the connections of that worker; nothing on the request path blocks on I/O.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -57,7 +60,7 @@ pub async fn serve_worker(
 }
 
 /// Waits for SIGTERM/SIGINT, then marks the state as shutting down and turns `stop` true.
-pub async fn stop_on_signal(state: Arc<AppState>, stop: watch::Sender<bool>) {
+pub async fn stop_on_signal(state: Arc<AppState>, stop: Arc<watch::Sender<bool>>) {
     wait_for_signal().await;
     state.shutting_down.store(true, Ordering::Relaxed);
     tracing::info!("shutdown signal received: draining in-flight requests");
