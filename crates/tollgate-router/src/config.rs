@@ -163,6 +163,12 @@ pub struct RouterConfig {
     pub allowed_fails_policy: AllowedFailsPolicy,
     /// `allowed_fails`: counted failures within one minute that put a deployment in cooldown.
     pub allowed_fails: u32,
+    /// Whether `allowed_fails` was set in the config. When it was not (and no
+    /// `allowed_fails_policy` entry covers the failure), the only deployment of a group is
+    /// never cooled down: that would only turn the upstream's error into a 429 "No deployments
+    /// available" for `cooldown_time` (LiteLLM `cooldown_handlers.py`: single-deployment groups
+    /// are exempt from the default cooldown rule).
+    pub allowed_fails_configured: bool,
     /// `cooldown_time`.
     pub cooldown_time: Duration,
     /// `disable_cooldowns`.
@@ -200,6 +206,7 @@ impl Default for RouterConfig {
             enable_pre_call_checks: false,
             allowed_fails_policy: AllowedFailsPolicy::default(),
             allowed_fails: DEFAULT_ALLOWED_FAILS,
+            allowed_fails_configured: false,
             cooldown_time: DEFAULT_COOLDOWN_TIME,
             disable_cooldowns: false,
             num_retries: DEFAULT_NUM_RETRIES,

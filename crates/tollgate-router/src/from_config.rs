@@ -72,6 +72,7 @@ impl RouterConfig {
         c.enable_pre_call_checks = router.enable_pre_call_checks.unwrap_or(false);
         if let Some(n) = router.allowed_fails {
             c.allowed_fails = n;
+            c.allowed_fails_configured = true;
         }
         if let Some(t) = router.cooldown_time.and_then(secs) {
             c.cooldown_time = t;
@@ -177,6 +178,7 @@ router_settings:
         assert_eq!(c.latency_ttl, Duration::from_secs(30));
         assert!((c.lowest_latency_buffer - 0.2).abs() < 1e-12);
         assert_eq!(c.allowed_fails, 2);
+        assert!(c.allowed_fails_configured);
         assert_eq!(c.cooldown_time, Duration::from_secs(30));
         assert_eq!(c.retry_after, Duration::from_millis(1500));
         assert!(c.enable_pre_call_checks);
@@ -204,6 +206,7 @@ router_settings:
     fn defaults_and_errors() {
         let c = RouterConfig::from_settings(&Default::default(), &Default::default()).unwrap();
         assert_eq!(c.allowed_fails, 3);
+        assert!(!c.allowed_fails_configured);
         assert_eq!(c.cooldown_time, Duration::from_secs(5));
         assert_eq!(c.num_retries, 2);
         assert_eq!(c.max_fallbacks, 5);

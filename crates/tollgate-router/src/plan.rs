@@ -394,7 +394,10 @@ impl<'a> AttemptPlan<'a> {
             return;
         }
         let policy_fails = router.config.allowed_fails_policy.for_class(class);
-        if class.counts_for_cooldown() || policy_fails.is_some() {
+        let exempt = attempt.group.deployments.len() == 1
+            && !router.config.allowed_fails_configured
+            && policy_fails.is_none();
+        if !exempt && (class.counts_for_cooldown() || policy_fails.is_some()) {
             let mut rule = router.cooldown_rule();
             if let Some(n) = policy_fails {
                 rule.allowed_fails = n;

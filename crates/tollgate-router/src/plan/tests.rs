@@ -266,6 +266,7 @@ fn all_cooling_down_reports_time_until_first_returns() {
 fn all_cooling_down_falls_back() {
     let cfg = RouterConfig {
         allowed_fails: 1,
+        allowed_fails_configured: true,
         fallbacks: fallbacks(&[("a", &["b"])]),
         ..Default::default()
     };
@@ -287,10 +288,47 @@ fn all_cooling_down_falls_back() {
 }
 
 #[test]
+fn the_only_deployment_is_not_cooled_by_the_default_rule() {
+    // LiteLLM exempts single-deployment groups unless allowed_fails (or a policy) is set:
+    // cooling the only deployment would turn every error into 429 "No deployments available".
+    let r = router(
+        vec![group("one", &["o1"]), group("two", &["t1", "t2"])],
+        RouterConfig::default(),
+    );
+    let t0 = Instant::now();
+    for _ in 0..5 {
+        let mut plan = r.plan("one", retries(2)).unwrap();
+        let (ids, _) = drive(&mut plan, t0, |_| fail(FailureClass::Connection));
+        assert_eq!(ids, vec!["o1", "o1", "o1"], "retried, never cooled");
+    }
+    assert_eq!(r.state().snapshot(0, t0).cooldown_until, None);
+    // A group of two: the default allowed_fails (3) cools t1 (slot 1) on its third failure.
+    let mut t1_failures = 0;
+    for _ in 0..200 {
+        let mut plan = r.plan("two", retries(0)).unwrap();
+        drive(&mut plan, t0, |id| {
+            if id == "t1" {
+                t1_failures += 1;
+                fail(FailureClass::Connection)
+            } else {
+                ok_ms(1)
+            }
+        });
+        let cooling = r.state().snapshot(1, t0).cooldown_until.is_some();
+        assert_eq!(cooling, t1_failures >= 3, "after {t1_failures} failures");
+        if cooling {
+            break;
+        }
+    }
+    assert_eq!(t1_failures, 3);
+}
+
+#[test]
 fn client_cancellation_and_client_timeout_never_cool_down() {
     // B31: allowed_fails 1, so one counted failure would cool the only deployment.
     let cfg = RouterConfig {
         allowed_fails: 1,
+        allowed_fails_configured: true,
         cooldown_time: Duration::from_secs(120),
         ..Default::default()
     };
