@@ -34,6 +34,11 @@ pub enum BodyError {
     /// A required field is missing.
     #[error("Missing required parameter: '{0}'.")]
     Missing(&'static str),
+    /// A required array is empty (OpenAI and Anthropic both answer 400 for `messages: []`).
+    #[error(
+        "Invalid '{0}': empty array. Expected an array with minimum length 1, but got an empty array instead."
+    )]
+    EmptyArray(&'static str),
 }
 
 /// A JSON object parsed at the top level only, borrowing from the request bytes.

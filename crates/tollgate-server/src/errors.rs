@@ -41,6 +41,9 @@ impl From<BodyError> for GatewayError {
             BodyError::WrongType { field, .. } => {
                 env = env.with_param(*field).with_code("invalid_type");
             }
+            BodyError::EmptyArray(field) => {
+                env = env.with_param(*field).with_code("empty_array");
+            }
             BodyError::InvalidJson(_) | BodyError::NotAnObject => {}
         }
         env.into()

@@ -127,6 +127,13 @@ struct StreamOptions {
     include_usage: Option<bool>,
 }
 
+/// `[]`, with any whitespace inside.
+fn is_empty_array(raw: &str) -> bool {
+    raw.strip_prefix('[')
+        .and_then(|r| r.trim_end().strip_suffix(']'))
+        .is_some_and(|inner| inner.trim().is_empty())
+}
+
 impl<'a> ParsedRequest<'a> {
     /// Parses `bytes` once and checks the fields every endpoint needs.
     pub fn parse(bytes: &'a [u8], endpoint: Endpoint) -> Result<Self, BodyError> {
@@ -136,8 +143,12 @@ impl<'a> ParsedRequest<'a> {
             .ok_or(BodyError::Missing("model"))?
             .into_owned();
         let required = endpoint.required_field();
-        if !body.contains(required) {
-            return Err(BodyError::Missing(required));
+        match body.get(required) {
+            None => return Err(BodyError::Missing(required)),
+            Some(v) if required == "messages" && is_empty_array(v.get()) => {
+                return Err(BodyError::EmptyArray(required));
+            }
+            Some(_) => {}
         }
         // Anthropic requires max_tokens on Messages (not on count_tokens).
         if endpoint == Endpoint::Messages && !body.contains("max_tokens") {
@@ -243,25 +254,25 @@ mod tests {
 
     #[test]
     fn stream_usage_forced_only_when_client_did_not_ask() {
-        let raw = br#"{"model":"m","messages":[],"stream":true}"#;
+        let raw = br#"{"model":"m","messages":[{}],"stream":true}"#;
         let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
         assert!(p.stream && !p.include_usage);
         let mut out = Vec::new();
         p.upstream_body("m", &[], &[], true, &mut out);
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
-            r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#
+            r#"{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true}}"#
         );
-        let raw = br#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":false,"include_obfuscation":false}}"#;
+        let raw = br#"{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":false,"include_obfuscation":false}}"#;
         let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
         let mut out = Vec::new();
         p.upstream_body("m", &[], &[], true, &mut out);
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
-            r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}}"#
+            r#"{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}}"#
         );
         let raw =
-            br#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#;
+            br#"{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true}}"#;
         let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
         assert!(p.include_usage);
     }
@@ -279,6 +290,20 @@ mod tests {
         assert_eq!(
             ParsedRequest::parse(br#"{"model":"m"}"#, Endpoint::Embeddings).unwrap_err(),
             BodyError::Missing("input")
+        );
+        for endpoint in [Endpoint::ChatCompletions, Endpoint::Messages] {
+            assert_eq!(
+                ParsedRequest::parse(br#"{"model":"m","max_tokens":5,"messages":[ ] }"#, endpoint)
+                    .unwrap_err(),
+                BodyError::EmptyArray("messages")
+            );
+        }
+        assert!(
+            ParsedRequest::parse(
+                br#"{"model":"m","messages":[{"role":"user","content":"[]"}]}"#,
+                Endpoint::ChatCompletions
+            )
+            .is_ok()
         );
         // Embeddings never stream even if asked.
         let p = ParsedRequest::parse(

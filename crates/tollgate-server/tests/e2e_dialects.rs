@@ -172,9 +172,26 @@ async fn anthropic_errors_in_anthropic_shape() {
         v,
         json!({"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}})
     );
+    // 400 for an empty conversation, as Anthropic answers it (never sent upstream).
     let r = anthropic_post(
         &gw,
-        json!({"model": "nope", "max_tokens": 5, "messages": []}),
+        json!({"model": "claude", "max_tokens": 5, "messages": []}),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid 'messages': empty array"),
+        "{v}"
+    );
+    let r = anthropic_post(
+        &gw,
+        json!({"model": "nope", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}),
     )
     .await;
     assert_eq!(r.status(), 404);

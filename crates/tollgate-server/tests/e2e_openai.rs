@@ -245,6 +245,19 @@ async fn errors_in_openai_shape() {
         v,
         json!({"error": {"message": "Missing required parameter: 'messages'.", "type": "invalid_request_error", "param": "messages", "code": "missing_required_parameter"}})
     );
+    // 400: an empty conversation (OpenAI's wording and code).
+    let r = post(
+        &gw,
+        "/v1/chat/completions",
+        json!({"model": "gpt-test", "messages": []}),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v,
+        json!({"error": {"message": "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "type": "invalid_request_error", "param": "messages", "code": "empty_array"}})
+    );
     // 404: unknown model, naming it and listing what may be called.
     let gw2 = Gateway::start(&standard_config(&m.base_url()).replace(
         "  - model_name: \"any/*\"\n    litellm_params:\n      model: openai/*\n",
@@ -253,7 +266,7 @@ async fn errors_in_openai_shape() {
     let r = post(
         &gw2,
         "/v1/chat/completions",
-        json!({"model": "no-such-model", "messages": []}),
+        json!({"model": "no-such-model", "messages": [{"role": "user", "content": "x"}]}),
     )
     .await;
     assert_eq!(r.status(), 404);

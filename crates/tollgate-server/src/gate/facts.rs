@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn end_user_order_and_tags() {
         let r = parse(
-            r#"{"model":"m","messages":[],"user":"body-user","metadata":{"tags":["a","b"]},"tags":["x"]}"#,
+            r#"{"model":"m","messages":[{"role":"user","content":"x"}],"user":"body-user","metadata":{"tags":["a","b"]},"tags":["x"]}"#,
             Endpoint::ChatCompletions,
         );
         let mut h = HeaderMap::new();
@@ -143,7 +143,7 @@ mod tests {
         h.insert("x-litellm-tags", "y, x".parse().unwrap());
         assert_eq!(tags(&h, &r), vec!["x", "y"]);
         let r = parse(
-            r#"{"model":"m","messages":[],"metadata":{"tags":["a"],"user_id":"u"}}"#,
+            r#"{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":{"tags":["a"],"user_id":"u"}}"#,
             Endpoint::ChatCompletions,
         );
         assert_eq!(tags(&HeaderMap::new(), &r), vec!["a"]);
