@@ -96,6 +96,35 @@ pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigErr
             ));
         }
     }
+    // A key no settings struct knows that is one or two edits from a key Tollgate acts on is
+    // most likely a typo that silently turns a setting off (`max_budgt`): say so.
+    let sections = [
+        (
+            "litellm_settings",
+            &cfg.litellm_settings.extra,
+            crate::implemented::LITELLM_SETTINGS_IMPLEMENTED,
+        ),
+        (
+            "general_settings",
+            &cfg.general_settings.extra,
+            crate::implemented::GENERAL_SETTINGS_IMPLEMENTED,
+        ),
+        (
+            "router_settings",
+            &cfg.router_settings.extra,
+            crate::implemented::ROUTER_SETTINGS_IMPLEMENTED,
+        ),
+    ];
+    for (section, extra, known) in sections {
+        for k in extra.keys() {
+            if let Some(meant) = near_miss(k, known) {
+                warnings.push(ctx.warning(
+                    &KeyPath::root().key(section).key(k),
+                    format!("unknown key '{k}' (ignored): did you mean '{meant}'?"),
+                ));
+            }
+        }
+    }
     let mut explicit_ids: HashMap<&str, usize> = HashMap::new();
     let mut hashed_ids: HashMap<String, usize> = HashMap::new();
 
@@ -361,6 +390,35 @@ mod typo_tests {
         assert!(
             err.to_string().contains("did you mean 'master_key'"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn near_misses_inside_settings_sections_are_warned() {
+        let loaded = crate::load_str(
+            "litellm_settings:\n  max_budgt: 1\n  drop_params: true\nrouter_settings:\n  num_retrie: 1\n",
+            "c.yaml",
+            &|_| None,
+        )
+        .unwrap();
+        let typos: Vec<&String> = loaded
+            .warnings
+            .iter()
+            .filter(|w| w.contains("did you mean"))
+            .collect();
+        assert_eq!(typos.len(), 2, "{:?}", loaded.warnings);
+        assert!(
+            typos[0].starts_with("c.yaml:2:")
+                && typos[0].contains("litellm_settings.max_budgt")
+                && typos[0].ends_with("did you mean 'max_budget'?"),
+            "{}",
+            typos[0]
+        );
+        assert!(
+            typos[1].contains("router_settings.num_retrie")
+                && typos[1].ends_with("did you mean 'num_retries'?"),
+            "{}",
+            typos[1]
         );
     }
 }
