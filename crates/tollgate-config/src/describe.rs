@@ -124,9 +124,10 @@ fn describe(c: &Config, loaded: Option<&LoadedConfig>) -> String {
         let _ = writeln!(
             s,
             "  litellm_settings.num_retries = {}",
-            ls.num_retries
-                .map(|n| n.to_string())
-                .unwrap_or_else(|| "unset".into())
+            ls.num_retries.map(|n| n.to_string()).unwrap_or_else(|| {
+                // tollgate-router's DEFAULT_NUM_RETRIES (LiteLLM's default).
+                "unset (router_settings.num_retries if set, else 2)".into()
+            })
         );
         let gs = &c.general_settings;
         let master = match loaded {

@@ -37,7 +37,7 @@ struct Cli {
     /// Worker threads, each a single-threaded runtime accepting from the shared listener
     /// (default: one per core).
     #[arg(long = "num_workers", alias = "num-workers", env = "NUM_WORKERS")]
-    num_workers: Option<usize>,
+    num_workers: Option<std::num::NonZeroUsize>,
     /// Seconds to let in-flight requests and streams finish after SIGTERM/SIGINT.
     #[arg(long, default_value_t = 30.0)]
     drain_seconds: f64,
@@ -146,8 +146,7 @@ fn run(cli: Cli) -> ExitCode {
     }
     let workers = cli
         .num_workers
-        .unwrap_or_else(tollgate_server::serve::default_workers)
-        .max(1);
+        .map_or_else(tollgate_server::serve::default_workers, |n| n.get());
     let state = match AppState::build(&loaded, &env).and_then(|s| s.with_workers(workers)) {
         Ok(s) => s,
         Err(e) => {
