@@ -1,7 +1,7 @@
 //! `tollgate`: the gateway binary.
 //!
 //! - `tollgate --config PATH [--port N] [--host ADDR] [--num_workers N]` serves (defaults:
-//!   port 4000, host 0.0.0.0, one worker thread per core; env `PORT`, `HOST`,
+//!   port 4000, host 0.0.0.0, one work-stealing runtime; env `PORT`, `HOST`,
 //!   `CONFIG_FILE_PATH`, `NUM_WORKERS`, as LiteLLM reads them).
 //! - `tollgate check-config PATH` validates a config and prints its model groups and
 //!   deployments with secrets masked.
@@ -34,8 +34,9 @@ struct Cli {
     /// Address to bind.
     #[arg(long, env = "HOST", default_value = "0.0.0.0")]
     host: String,
-    /// Worker threads, each a single-threaded runtime accepting from the shared listener
-    /// (default: one per core).
+    /// Serve on N worker threads, each a single-threaded runtime accepting from the shared
+    /// listener with its own upstream pools (less CPU per request); default: one
+    /// work-stealing runtime with a thread per core (lower latency on small shared machines).
     #[arg(long = "num_workers", alias = "num-workers", env = "NUM_WORKERS")]
     num_workers: Option<std::num::NonZeroUsize>,
     /// Seconds to let in-flight requests and streams finish after SIGTERM/SIGINT.
@@ -144,22 +145,26 @@ fn run(cli: Cli) -> ExitCode {
             unimplemented.join(", ")
         );
     }
-    let workers = cli
-        .num_workers
-        .map_or_else(tollgate_server::serve::default_workers, |n| n.get());
-    let state = match AppState::build(&loaded, &env).and_then(|s| s.with_workers(workers)) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: invalid config: {e}");
-            return ExitCode::from(2);
-        }
+    // Without --num_workers: one work-stealing runtime (lowest latency on small shared
+    // machines); with it: N single-threaded workers (less CPU per request). bench/README.md,
+    // 2026-11-30.
+    let workers = cli.num_workers.map(|n| n.get());
+    let state =
+        match AppState::build(&loaded, &env).and_then(|s| s.with_workers(workers.unwrap_or(1))) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: invalid config: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    // With workers, the main thread's runtime starts everything and runs background tasks
+    // (spend-log write-behind, signals) while `serve::WorkerPool` starts the workers that
+    // serve; without, one multi-threaded runtime does it all.
+    let mut builder = match workers {
+        Some(_) => tokio::runtime::Builder::new_current_thread(),
+        None => tokio::runtime::Builder::new_multi_thread(),
     };
-    // The main thread's runtime starts everything, runs background tasks (spend-log
-    // write-behind, signals) and is worker 0; `serve::WorkerPool` starts the others.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -231,7 +236,7 @@ fn run(cli: Cli) -> ExitCode {
         tracing::info!(
             version = tollgate_server::VERSION,
             groups = state.router.load().public_names().count(),
-            workers,
+            workers = %workers.map_or_else(|| "work-stealing".to_owned(), |n| n.to_string()),
             auth = state.auth.requires_key(),
             "Tollgate listening on http://{local}"
         );
@@ -245,31 +250,40 @@ fn run(cli: Cli) -> ExitCode {
         };
         let (stop_serving_tx, stop_serving) = tokio::sync::watch::channel(false);
         let stop_serving_tx = Arc::new(stop_serving_tx);
-        let mut pool = match serve::WorkerPool::spawn(&state, &listener, workers, &stop_serving, drain) {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: cannot start {workers} workers: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
         tokio::spawn(serve::stop_on_signal(
             Arc::clone(&state),
             Arc::clone(&stop_serving_tx),
         ));
-        let served = match tokio::net::TcpListener::from_std(listener) {
-            Ok(l) => serve::serve_worker(state, l, stop_serving, drain).await,
-            Err(e) => Err(e),
+        let mut pool = None;
+        let served = match workers {
+            Some(n) => match serve::WorkerPool::spawn(&state, &listener, n, &stop_serving, drain) {
+                Ok(mut p) => {
+                    // The workers hold their own duplicates of the socket.
+                    drop(listener);
+                    drop(stop_serving);
+                    let r = p.drained(&stop_serving_tx).await;
+                    pool = Some(p);
+                    r
+                }
+                Err(e) => {
+                    eprintln!("error: cannot start {n} workers: {e}");
+                    return ExitCode::FAILURE;
+                }
+            },
+            None => match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => serve::serve_worker(Arc::clone(&state), l, stop_serving, drain).await,
+                Err(e) => Err(e),
+            },
         };
-        // Worker 0 only stops on the signal or a failure; either way the others stop too.
-        let _ = stop_serving_tx.send(true);
-        let served = served.and(pool.drained().await);
-        // Flush spend counters and spend logs queued by the last requests, while the other
-        // workers' runtimes (and the connections registered with them) still run.
+        // Flush spend counters and spend logs queued by the last requests, while the workers'
+        // runtimes (and the connections registered with them) still run.
         let _ = stop_tx.send(true);
         if let Some(w) = writer {
             let _ = w.await;
         }
-        pool.release();
+        if let Some(p) = pool {
+            p.release();
+        }
         match served {
             Ok(()) => {
                 tracing::info!("shut down");

@@ -1,6 +1,7 @@
 //! The listener and its workers.
 //!
-//! Tollgate serves on `N` worker threads (default: one per core), each running its own
+//! By default Tollgate serves on one work-stealing tokio runtime (a thread per core). With
+//! `--num_workers N` it serves on `N` worker threads instead, each running its own
 //! single-threaded tokio runtime that accepts from the same listening socket (a `dup` of it,
 //! so the kernel hands each new connection to one worker). A connection, the requests on it
 //! and the upstream connections they use (each worker has its own upstream pools, see
@@ -67,11 +68,14 @@ pub async fn stop_on_signal(state: Arc<AppState>, stop: Arc<watch::Sender<bool>>
     let _ = stop.send(true);
 }
 
-/// Worker threads beyond the caller's own (worker 0).
+/// The worker threads. The main thread does not serve: its runtime runs startup, signals and
+/// background work (the spend-log write-behind builds and binds batches of hundreds of rows),
+/// which on a serving thread would delay that worker's connections — a single-threaded runtime
+/// has no other thread to steal them (governed sweep, bench/README.md 2026-11-30).
 ///
 /// Each worker keeps its runtime running after it has drained, until [`WorkerPool::release`]:
 /// connections it opened (to the upstream, to Postgres) are registered with its runtime, and
-/// the final spend-log flush on worker 0 may still use a pooled one.
+/// the final spend-log flush may still use a pooled one.
 pub struct WorkerPool {
     threads: Vec<JoinHandle<()>>,
     drained: Vec<oneshot::Receiver<std::io::Result<()>>>,
@@ -79,7 +83,7 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
-    /// Starts workers `1..workers`, each on its own thread with a single-threaded runtime,
+    /// Starts workers `0..workers`, each on its own thread with a single-threaded runtime,
     /// accepting from a duplicate of `listener` and using upstream shard `i`.
     ///
     /// Errors: the listener cannot be duplicated or a thread cannot be spawned.
@@ -96,7 +100,7 @@ impl WorkerPool {
             drained: Vec::new(),
             release,
         };
-        for i in 1..workers.max(1) {
+        for i in 0..workers.max(1) {
             let listener = listener.try_clone()?;
             let state = Arc::clone(state);
             let stop = stop.clone();
@@ -131,14 +135,19 @@ impl WorkerPool {
         Ok(pool)
     }
 
-    /// Waits until every worker has drained; the first worker error, if any.
-    pub async fn drained(&mut self) -> std::io::Result<()> {
+    /// Waits until every worker has drained; the first worker error, if any. A worker that
+    /// fails turns `stop` true so that the others drain too.
+    pub async fn drained(&mut self, stop: &watch::Sender<bool>) -> std::io::Result<()> {
+        use futures_util::StreamExt;
+        let mut pending: futures_util::stream::FuturesUnordered<_> =
+            self.drained.drain(..).collect();
         let mut result = Ok(());
-        for rx in self.drained.drain(..) {
-            if let Ok(Err(e)) = rx.await
-                && result.is_ok()
-            {
-                result = Err(e);
+        while let Some(r) = pending.next().await {
+            if let Ok(Err(e)) = r {
+                let _ = stop.send(true);
+                if result.is_ok() {
+                    result = Err(e);
+                }
             }
         }
         result
@@ -151,13 +160,6 @@ impl WorkerPool {
             let _ = t.join();
         }
     }
-}
-
-/// The number of workers when none is configured: the cores this process may run on.
-pub fn default_workers() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
 }
 
 async fn wait_for_signal() {
