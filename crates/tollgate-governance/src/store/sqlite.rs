@@ -46,6 +46,17 @@ impl SqliteStore {
         // one connection for ":memory:" (each connection would be its own database); two
         // otherwise: one writer (write-behind) and one reader (management API) at a time.
         let max = if path == ":memory:" { 1 } else { 2 };
+        if path != ":memory:" {
+            // Create the file and switch it to WAL on one connection first: two pool
+            // connections switching a new file's journal mode at once can fail with "database
+            // is locked" (SQLite answers SQLITE_BUSY there without waiting on busy_timeout;
+            // seen once in CI at startup). On a file already in WAL the pragma is a no-op.
+            use sqlx::Connection;
+            sqlx::SqliteConnection::connect_with(&opts)
+                .await?
+                .close()
+                .await?;
+        }
         let pool = SqlitePoolOptions::new()
             .max_connections(max)
             .connect_with(opts)
