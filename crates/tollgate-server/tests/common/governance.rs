@@ -166,6 +166,11 @@ fn collect_lines(
     mut tx: Option<std::sync::mpsc::Sender<String>>,
 ) {
     for line in BufReader::new(r).lines().map_while(Result::ok) {
+        // Logged before the start is reported (a test may read the log right after start).
+        if let Ok(mut l) = log.lock() {
+            l.push_str(&line);
+            l.push('\n');
+        }
         if let Some(i) = line.find("listening on http://")
             && let Some(t) = tx.take()
         {
@@ -175,10 +180,6 @@ fn collect_lines(
                 .unwrap_or_default()
                 .to_owned();
             let _ = t.send(addr);
-        }
-        if let Ok(mut l) = log.lock() {
-            l.push_str(&line);
-            l.push('\n');
         }
     }
 }

@@ -118,6 +118,13 @@ impl Gateway {
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // Logged before the start is reported, so a test reading the log right after
+                // `start` sees the "listening on" line.
+                {
+                    let mut l = log2.lock().unwrap();
+                    l.push_str(&line);
+                    l.push('\n');
+                }
                 if let Some(i) = line.find("listening on http://")
                     && let Some(t) = tx.take()
                 {
@@ -128,9 +135,6 @@ impl Gateway {
                         .to_owned();
                     let _ = t.send(addr);
                 }
-                let mut l = log2.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
             }
         });
         let base = match rx.recv_timeout(Duration::from_secs(20)) {
