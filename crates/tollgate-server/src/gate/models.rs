@@ -167,6 +167,24 @@ impl ModelCatalog {
 
     /// Makes `stored` and `router` current: prices and access groups first, so the first
     /// request on a new deployment is priced and its `model_info.access_groups` count.
+    /// Routes `next` (refused if it does not build), stores `row`, then swaps the router in.
+    async fn store_and_route(
+        &self,
+        next: Vec<Stored>,
+        row: &Stored,
+    ) -> Result<Value, ModelChangeError> {
+        let router = self
+            .router_for(&next)
+            .map_err(|e| ModelChangeError::Invalid(e.to_string()))?;
+        self.gate
+            .gov
+            .store()
+            .upsert_model(&row.row, &self.key)
+            .await?;
+        self.commit(next, router);
+        Ok(stored_row(&row.row))
+    }
+
     fn commit(&self, stored: Vec<Stored>, router: Router) {
         self.gate
             .set_stored_pricing(stored.iter().map(|s| &s.entry));
@@ -207,16 +225,7 @@ impl ModelRegistry for ModelCatalog {
         }
         let mut next: Vec<Stored> = current.as_ref().clone();
         next.push(new.clone());
-        let router = self
-            .router_for(&next)
-            .map_err(|e| ModelChangeError::Invalid(e.to_string()))?;
-        self.gate
-            .gov
-            .store()
-            .upsert_model(&new.row, &self.key)
-            .await?;
-        self.commit(next, router);
-        Ok(stored_row(&new.row))
+        self.store_and_route(next, &new).await
     }
 
     async fn update(&self, id: &str, patch: Value, actor: &str) -> Result<Value, ModelChangeError> {
@@ -248,16 +257,7 @@ impl ModelRegistry for ModelCatalog {
         changed.row.created_by = old.created_by.clone();
         let mut next: Vec<Stored> = current.as_ref().clone();
         next[pos] = changed.clone();
-        let router = self
-            .router_for(&next)
-            .map_err(|e| ModelChangeError::Invalid(e.to_string()))?;
-        self.gate
-            .gov
-            .store()
-            .upsert_model(&changed.row, &self.key)
-            .await?;
-        self.commit(next, router);
-        Ok(stored_row(&changed.row))
+        self.store_and_route(next, &changed).await
     }
 
     async fn delete(&self, id: &str) -> Result<(), ModelChangeError> {
