@@ -1,6 +1,12 @@
-//! The upstream HTTP client: one pooled `reqwest` client per distinct connect timeout (in
-//! practice one), with keep-alive, HTTP/2 where the upstream offers it over TLS (ALPN), and
-//! TCP_NODELAY (without it small requests wait for the peer's delayed ACK).
+//! The upstream HTTP client: hyper-util's pooled client (keep-alive, HTTP/2 where the upstream
+//! offers it over TLS by ALPN, TCP_NODELAY — without it small requests wait for the peer's
+//! delayed ACK), one pool per distinct connect timeout (in practice one).
+//!
+//! hyper-util directly rather than through `reqwest`: reqwest's layers (redirect and retry
+//! policies, URL types) cost ~30 of the ~100 allocations of a forwarded request — header
+//! maps cloned for a redirect or retry the gateway never makes, the URL formatted and parsed
+//! again — (DHAT, bench/README.md 2026-11-30). Here a request is its pre-parsed [`Uri`], its
+//! headers and its body, and nothing else.
 //!
 //! The gateway serves on one single-threaded runtime per worker thread; each worker has its
 //! own set of pools (a *shard*, chosen by [`bind_thread_to_shard`]) so that an upstream
@@ -14,7 +20,14 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, header};
+use http_body::Body as _;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::deployment::{Deployment, Timeouts};
 
@@ -57,24 +70,14 @@ pub enum UpstreamError {
     Build(String),
 }
 
-impl UpstreamError {
-    fn from_reqwest(e: reqwest::Error) -> Self {
-        // reqwest's Display may include the URL; it never includes headers or keys.
-        let msg = without_url(&e);
-        if e.is_connect() || e.is_request() {
-            UpstreamError::Connect(msg)
-        } else {
-            UpstreamError::Read(msg)
-        }
-    }
-}
+/// One pool: hyper-util's client over TLS-or-plain TCP, request bodies sent whole.
+type Pool = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-fn without_url(e: &reqwest::Error) -> String {
+/// The error and its causes, `: `-joined (hyper's own Display is only "client error
+/// (Connect)"). hyper's errors never carry headers, keys or the URL.
+fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
-    if let Some(url) = e.url() {
-        s = s.replace(url.as_str(), "<upstream>");
-    }
-    let mut src = std::error::Error::source(e);
+    let mut src = e.source();
     while let Some(inner) = src {
         s.push_str(": ");
         s.push_str(&inner.to_string());
@@ -83,18 +86,50 @@ fn without_url(e: &reqwest::Error) -> String {
     s
 }
 
-/// The shared upstream client: per shard (worker thread), one pooled client per connect
-/// timeout.
-#[derive(Debug, Clone)]
-pub struct UpstreamClient {
-    shards: Arc<[BTreeMap<Duration, reqwest::Client>]>,
+/// Whether an I/O timeout is among `e`'s causes (the connector's connect limit).
+fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut src = Some(e);
+    while let Some(inner) = src {
+        if inner
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        src = inner.source();
+    }
+    false
 }
 
-/// A deployment's upstream URLs, parsed once per path: a URL parse (with IDNA host
-/// normalisation) was ~5 % of the gateway's CPU per forwarded request (perf, bench/README.md
-/// 2026-11-30). Holds at most [`EndpointUrls::MAX`] paths; others are parsed per call.
+impl UpstreamError {
+    /// A failed exchange before the response head: connect errors (refused, DNS, TLS, the
+    /// connect limit) and failures while sending.
+    fn from_send(e: hyper_util::client::legacy::Error, connect_limit: Duration) -> Self {
+        if e.is_connect() && timed_out(&e) {
+            return UpstreamError::Timeout {
+                phase: TimeoutPhase::FirstByte,
+                limit_ms: connect_limit.as_millis(),
+            };
+        }
+        UpstreamError::Connect(chain(&e))
+    }
+
+    fn from_read(e: hyper::Error) -> Self {
+        UpstreamError::Read(chain(&e))
+    }
+}
+
+/// The shared upstream client: per shard (worker thread), one pool per connect timeout.
+#[derive(Debug, Clone)]
+pub struct UpstreamClient {
+    shards: Arc<[BTreeMap<Duration, Pool>]>,
+}
+
+/// A deployment's upstream URLs, parsed once per path: a URL parse was ~5 % of the gateway's
+/// CPU per forwarded request (perf, bench/README.md 2026-11-30); a parsed [`Uri`] is cloned
+/// by reference counts. Holds at most [`EndpointUrls::MAX`] paths; others are parsed per call.
 #[derive(Debug, Default)]
-pub struct EndpointUrls(std::sync::RwLock<Vec<(Box<str>, reqwest::Url)>>);
+pub struct EndpointUrls(std::sync::RwLock<Vec<(Box<str>, Uri)>>);
 
 impl EndpointUrls {
     /// Paths kept per deployment (a deployment is called on a handful: chat, embeddings, ...;
@@ -103,25 +138,43 @@ impl EndpointUrls {
 
     /// `{base}{path}` parsed, from the cache when seen before.
     ///
-    /// Errors: [`UpstreamError::Connect`] when the joined text is not a URL.
-    fn get(&self, base: &str, path: &str) -> Result<reqwest::Url, UpstreamError> {
+    /// Errors: [`UpstreamError::Connect`] when the joined text is not an absolute `http`
+    /// or `https` URL.
+    fn get(&self, base: &str, path: &str) -> Result<Uri, UpstreamError> {
         if let Ok(cached) = self.0.read()
-            && let Some((_, url)) = cached.iter().find(|(p, _)| &**p == path)
+            && let Some((_, uri)) = cached.iter().find(|(p, _)| &**p == path)
         {
-            return Ok(url.clone());
+            return Ok(uri.clone());
         }
         let mut joined = String::with_capacity(base.len() + path.len());
         joined.push_str(base);
         joined.push_str(path);
-        let url = reqwest::Url::parse(&joined)
-            .map_err(|e| UpstreamError::Connect(format!("invalid upstream URL: {e}")))?;
+        let uri = parse_upstream_uri(joined)?;
         if let Ok(mut cached) = self.0.write()
             && cached.len() < Self::MAX
             && !cached.iter().any(|(p, _)| &**p == path)
         {
-            cached.push((path.into(), url.clone()));
+            cached.push((path.into(), uri.clone()));
         }
-        Ok(url)
+        Ok(uri)
+    }
+}
+
+/// An absolute `http`/`https` URI with a host.
+///
+/// Errors: [`UpstreamError::Connect`] naming what is wrong (never the URL: it may carry a key
+/// in its query, as some providers take one).
+fn parse_upstream_uri(text: String) -> Result<Uri, UpstreamError> {
+    let uri = Uri::try_from(text)
+        .map_err(|e| UpstreamError::Connect(format!("invalid upstream URL: {e}")))?;
+    match (uri.scheme_str(), uri.host()) {
+        (Some("http" | "https"), Some(h)) if !h.is_empty() => Ok(uri),
+        (Some("http" | "https"), _) => Err(UpstreamError::Connect(
+            "invalid upstream URL: no host".into(),
+        )),
+        _ => Err(UpstreamError::Connect(
+            "invalid upstream URL: the scheme must be http or https".into(),
+        )),
     }
 }
 
@@ -143,15 +196,15 @@ pub struct UpstreamResponse {
     pub status: StatusCode,
     /// Upstream headers.
     pub headers: HeaderMap,
-    inner: reqwest::Response,
+    body: Incoming,
     timeouts: Timeouts,
     started: tokio::time::Instant,
 }
 
 impl UpstreamClient {
-    /// Builds one shard: one pooled client per distinct connect timeout among `deployments`.
+    /// Builds one shard: one pool per distinct connect timeout among `deployments`.
     ///
-    /// Errors: [`UpstreamError::Build`] when TLS cannot be set up.
+    /// Errors: [`UpstreamError::Build`] when TLS cannot be set up (no usable verifier).
     pub fn new<'a>(
         deployments: impl IntoIterator<Item = &'a Deployment>,
     ) -> Result<Self, UpstreamError> {
@@ -187,107 +240,123 @@ impl UpstreamClient {
         self.shards.len()
     }
 
-    /// The client for `connect`: its own when one was built for it, else the one with the
-    /// nearest longer connect timeout (the default 5 s client always exists and every
+    /// The pool for `connect`: its own when one was built for it, else the one with the
+    /// nearest longer connect timeout (the default 5 s pool always exists and every
     /// deployment's connect timeout is at most that), so a deployment added at runtime or a
     /// per-request timeout is never cut short by a shorter connect limit; the first-byte limit
     /// still bounds the whole exchange.
-    fn client(&self, connect: Duration) -> Option<&reqwest::Client> {
+    fn pool(&self, connect: Duration) -> Result<&Pool, UpstreamError> {
         let shard = SHARD.with(Cell::get) % self.shards.len();
-        pick(&self.shards[shard], connect)
+        pick(&self.shards[shard], connect).ok_or_else(|| UpstreamError::Build("no client".into()))
     }
 
     /// POSTs `body` (JSON) to `{base_url}{path}` with the deployment's headers plus `extra`
-    /// (per-request headers such as a client's `anthropic-beta`), waiting at most the
-    /// first-byte limit for the response headers.
+    /// (per-request headers such as a client's `anthropic-beta`; one replaces the deployment's
+    /// header of the same name), waiting at most the first-byte limit for the response head.
+    ///
+    /// Errors: [`UpstreamError::Connect`] (unreachable, TLS, bad URL), [`UpstreamError::Timeout`]
+    /// with [`TimeoutPhase::FirstByte`].
     pub async fn post_json(
         &self,
         deployment: &Deployment,
         path: &str,
         body: Bytes,
         timeouts: Timeouts,
-        extra: &[(http::HeaderName, http::HeaderValue)],
+        extra: &[(HeaderName, HeaderValue)],
     ) -> Result<UpstreamResponse, UpstreamError> {
-        let client = self
-            .client(timeouts.connect)
-            .ok_or_else(|| UpstreamError::Build("no client".into()))?;
-        let url = deployment.urls.get(&deployment.base_url, path)?;
-        let mut req = client
-            .post(url)
-            .header(http::header::CONTENT_TYPE, "application/json");
-        // A per-request header replaces the deployment's header of the same name.
+        let uri = deployment.urls.get(&deployment.base_url, path)?;
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = uri;
+        let h = req.headers_mut();
+        h.reserve(deployment.headers.len() + extra.len() + 1);
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         let own = deployment
             .headers
             .iter()
             .filter(|(n, _)| !extra.iter().any(|(e, _)| e == n));
         for (name, value) in own.chain(extra) {
-            req = req.header(name, value);
+            h.append(name.clone(), value.clone());
         }
-        let started = tokio::time::Instant::now();
-        let send = req.body(body).send();
-        let resp = match tokio::time::timeout(timeouts.first_byte, send).await {
-            Err(_) => {
-                return Err(UpstreamError::Timeout {
-                    phase: TimeoutPhase::FirstByte,
-                    limit_ms: timeouts.first_byte.as_millis(),
-                });
-            }
-            Ok(Err(e)) if e.is_timeout() => {
-                return Err(UpstreamError::Timeout {
-                    phase: TimeoutPhase::FirstByte,
-                    limit_ms: timeouts.connect.as_millis(),
-                });
-            }
-            Ok(r) => r.map_err(UpstreamError::from_reqwest)?,
-        };
-        let mut resp = resp;
-        Ok(UpstreamResponse {
-            status: resp.status(),
-            // Moved, not cloned: the body is read through `inner` without its headers.
-            headers: std::mem::take(resp.headers_mut()),
-            inner: resp,
-            timeouts,
-            started,
-        })
+        self.send(req, timeouts).await
     }
-}
 
-impl UpstreamClient {
     /// GETs `{base_url}{path}` with the deployment's headers (e.g. retrieving a stored
     /// Responses API object), bounded by the first-byte limit for the head.
+    ///
+    /// Errors: as [`UpstreamClient::post_json`].
     pub async fn get(
         &self,
         deployment: &Deployment,
         path: &str,
         timeouts: Timeouts,
     ) -> Result<UpstreamResponse, UpstreamError> {
-        let client = self
-            .client(timeouts.connect)
-            .ok_or_else(|| UpstreamError::Build("no client".into()))?;
-        let mut req = client.get(format!("{}{}", deployment.base_url, path));
+        let uri = parse_upstream_uri(format!("{}{}", deployment.base_url, path))?;
+        let mut req = Request::new(Full::new(Bytes::new()));
+        *req.uri_mut() = uri;
+        let h = req.headers_mut();
         for (name, value) in &deployment.headers {
-            req = req.header(name, value);
+            h.append(name.clone(), value.clone());
         }
+        self.send(req, timeouts).await
+    }
+
+    async fn send(
+        &self,
+        req: Request<Full<Bytes>>,
+        timeouts: Timeouts,
+    ) -> Result<UpstreamResponse, UpstreamError> {
+        let pool = self.pool(timeouts.connect)?;
         let started = tokio::time::Instant::now();
-        let resp = match tokio::time::timeout(timeouts.first_byte, req.send()).await {
+        let resp = match tokio::time::timeout(timeouts.first_byte, pool.request(req)).await {
             Err(_) => {
                 return Err(UpstreamError::Timeout {
                     phase: TimeoutPhase::FirstByte,
                     limit_ms: timeouts.first_byte.as_millis(),
                 });
             }
-            Ok(r) => r.map_err(UpstreamError::from_reqwest)?,
+            Ok(r) => r.map_err(|e| UpstreamError::from_send(e, timeouts.connect))?,
         };
-        let mut resp = resp;
+        let (parts, body) = resp.into_parts();
         Ok(UpstreamResponse {
-            status: resp.status(),
-            // Moved, not cloned: the body is read through `inner` without its headers.
-            headers: std::mem::take(resp.headers_mut()),
-            inner: resp,
+            status: parts.status,
+            headers: parts.headers,
+            body,
             timeouts,
             started,
         })
     }
+}
+
+/// GETs `url` (e.g. a remote price map) with a one-off pool: at most `limit` bytes within
+/// `timeout`; a non-2xx status is an error.
+///
+/// Errors: [`UpstreamError::Connect`] (unreachable, bad URL, non-2xx — the message names the
+/// status), [`UpstreamError::Timeout`], [`UpstreamError::TooLarge`], [`UpstreamError::Read`].
+pub async fn fetch(url: &str, limit: usize, timeout: Duration) -> Result<Bytes, UpstreamError> {
+    let pool = build(crate::deployment::DEFAULT_CONNECT_TIMEOUT)?;
+    let mut req = Request::new(Full::new(Bytes::new()));
+    *req.uri_mut() = parse_upstream_uri(url.to_owned())?;
+    let timeouts = Timeouts {
+        connect: crate::deployment::DEFAULT_CONNECT_TIMEOUT.min(timeout),
+        first_byte: timeout,
+        idle: timeout,
+        total: timeout,
+    };
+    let client = UpstreamClient {
+        shards: Arc::from(vec![BTreeMap::from([(timeouts.connect, pool)])]),
+    };
+    let resp = client.send(req, timeouts).await?;
+    if !resp.status.is_success() {
+        return Err(UpstreamError::Connect(format!(
+            "the server answered HTTP {}",
+            resp.status.as_u16()
+        )));
+    }
+    resp.read_body(limit).await
 }
 
 /// The value for `connect`, else the one of the nearest longer key, else the longest.
@@ -300,44 +369,59 @@ fn pick<V>(m: &BTreeMap<Duration, V>, connect: Duration) -> Option<&V> {
 
 fn build_shard(
     connect_timeouts: impl Iterator<Item = Duration>,
-) -> Result<BTreeMap<Duration, reqwest::Client>, UpstreamError> {
+) -> Result<BTreeMap<Duration, Pool>, UpstreamError> {
     connect_timeouts.map(|t| Ok((t, build(t)?))).collect()
 }
 
-fn build(connect: Duration) -> Result<reqwest::Client, UpstreamError> {
-    reqwest::Client::builder()
-        .connect_timeout(connect)
-        .tcp_nodelay(true)
+/// One pool. Idle connections are kept 90 s (most providers close theirs after 60–120 s of
+/// silence), up to 1,024 per host. A provider's redirect is the client's business: none is
+/// followed (it is relayed as is, as the official SDKs would see it).
+fn build(connect: Duration) -> Result<Pool, UpstreamError> {
+    let mut tcp = HttpConnector::new();
+    tcp.set_connect_timeout(Some(connect));
+    tcp.set_nodelay(true);
+    // `https` URLs pass through to the TLS layer.
+    tcp.enforce_http(false);
+    let tls = hyper_rustls::HttpsConnectorBuilder::new()
+        .try_with_platform_verifier()
+        .map_err(|e| UpstreamError::Build(e.to_string()))?
+        .https_or_http()
+        .enable_all_versions()
+        .wrap_connector(tcp);
+    Ok(Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_max_idle_per_host(1024)
+        .pool_timer(TokioTimer::new())
+        .timer(TokioTimer::new())
         .http2_adaptive_window(true)
-        // A provider's redirect is the client's business (it is relayed as is, like the
-        // official SDKs see it); following none also spares a copy of every request's
-        // headers kept for a possible redirect.
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .build()
-        .map_err(|e| UpstreamError::Build(e.to_string()))
+        .build(tls))
 }
 
 impl UpstreamResponse {
     /// Reads the whole body, bounded by `limit` bytes and by what is left of the total limit.
+    ///
+    /// Errors: [`UpstreamError::TooLarge`] (checked against `content-length` first, then as
+    /// bytes arrive), [`UpstreamError::Timeout`] with [`TimeoutPhase::Total`],
+    /// [`UpstreamError::Read`].
     pub async fn read_body(self, limit: usize) -> Result<Bytes, UpstreamError> {
         let total = self.timeouts.total;
         let deadline = self.started + total;
-        let mut inner = self.inner;
+        let mut body = self.body;
         let read = async move {
-            if let Some(len) = inner.content_length()
-                && len as usize > limit
-            {
+            let exact = body.size_hint().exact();
+            if exact.is_some_and(|len| len > limit as u64) {
                 return Err(UpstreamError::TooLarge { limit });
             }
             let mut buf = BytesMut::new();
-            while let Some(chunk) = inner.chunk().await.map_err(UpstreamError::from_reqwest)? {
+            while let Some(frame) = body.frame().await {
+                let Ok(chunk) = frame.map_err(UpstreamError::from_read)?.into_data() else {
+                    continue; // trailers
+                };
                 if buf.len() + chunk.len() > limit {
                     return Err(UpstreamError::TooLarge { limit });
                 }
-                if buf.is_empty() && inner.content_length() == Some(chunk.len() as u64) {
+                // The usual case: the whole body in one read, relayed without a copy.
+                if buf.is_empty() && exact == Some(chunk.len() as u64) {
                     return Ok(chunk);
                 }
                 buf.extend_from_slice(&chunk);
@@ -353,12 +437,12 @@ impl UpstreamResponse {
         }
     }
 
-    /// The body as a stream of network reads. The caller applies the idle limit
-    /// ([`Timeouts::idle`]); dropping the stream closes the upstream connection.
+    /// The body as a stream of network reads (trailers skipped). The caller applies the idle
+    /// limit ([`Timeouts::idle`]); dropping the stream closes the upstream connection.
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, UpstreamError>> + Send + 'static {
-        self.inner
-            .bytes_stream()
-            .map(|r| r.map_err(UpstreamError::from_reqwest))
+        self.body
+            .into_data_stream()
+            .map(|r| r.map_err(UpstreamError::from_read))
     }
 
     /// The limits this exchange runs under.
@@ -387,7 +471,7 @@ mod pick_tests {
         let urls = EndpointUrls::default();
         let base = "http://127.0.0.1:9/v1";
         let a = urls.get(base, "/chat/completions").unwrap();
-        assert_eq!(a.as_str(), "http://127.0.0.1:9/v1/chat/completions");
+        assert_eq!(a.to_string(), "http://127.0.0.1:9/v1/chat/completions");
         assert_eq!(urls.get(base, "/chat/completions").unwrap(), a);
         assert_eq!(urls.0.read().unwrap().len(), 1);
         for i in 0..20 {
@@ -395,10 +479,12 @@ mod pick_tests {
             assert_eq!(u.path(), format!("/v1/responses/resp_{i}"));
         }
         assert_eq!(urls.0.read().unwrap().len(), EndpointUrls::MAX);
-        assert!(matches!(
-            urls.get("not a url", "/x"),
-            Err(UpstreamError::Connect(_))
-        ));
+        for bad in ["not a url", "/relative", "ftp://host", "http://"] {
+            assert!(
+                matches!(urls.get(bad, "/x"), Err(UpstreamError::Connect(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
@@ -414,7 +500,7 @@ mod pick_tests {
                 bind_thread_to_shard(i);
                 let shard = SHARD.with(Cell::get) % c.shards.len();
                 // The pick is the shard's own client object.
-                std::ptr::eq(c.client(t).unwrap(), &c.shards[shard][&t]) as usize * 10 + shard
+                std::ptr::eq(c.pool(t).unwrap(), &c.shards[shard][&t]) as usize * 10 + shard
             })
             .join()
             .unwrap()
@@ -422,5 +508,92 @@ mod pick_tests {
         assert_eq!(on(0), 10);
         assert_eq!(on(2), 12);
         assert_eq!(on(4), 11);
+    }
+}
+
+#[cfg(test)]
+mod fetch_tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A loopback server that answers every connection with `response` (raw HTTP/1.1) and
+    /// hands back the request head it read.
+    async fn serve_once(response: &'static [u8]) -> (String, tokio::task::JoinHandle<String>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = sock.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                head.extend_from_slice(&buf[..n]);
+            }
+            sock.write_all(response).await.unwrap();
+            sock.shutdown().await.ok();
+            String::from_utf8(head).unwrap()
+        });
+        (format!("http://{addr}"), task)
+    }
+
+    #[tokio::test]
+    async fn fetch_returns_the_body_of_a_2xx() {
+        let (base, seen) = serve_once(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"gpt\": {}}",
+        )
+        .await;
+        let body = fetch(&format!("{base}/prices.json"), 1024, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(&body[..], b"{\"gpt\": {}}");
+        let head = seen.await.unwrap();
+        assert!(head.starts_with("GET /prices.json HTTP/1.1\r\n"), "{head}");
+        assert!(
+            head.to_ascii_lowercase().contains("host: 127.0.0.1:"),
+            "{head}"
+        );
+    }
+
+    #[tokio::test]
+    async fn fetch_refuses_a_non_2xx_and_a_body_over_the_limit() {
+        let (base, _) =
+            serve_once(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .await;
+        let e = fetch(&base, 1024, Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "could not reach the upstream: the server answered HTTP 404"
+        );
+        let (base, _) = serve_once(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\nconnection: close\r\n\r\n01234567890123456789",
+        )
+        .await;
+        let e = fetch(&base, 10, Duration::from_secs(5)).await.unwrap_err();
+        assert!(matches!(e, UpstreamError::TooLarge { limit: 10 }), "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_a_connect_error_with_its_cause() {
+        // Bind then drop: nothing listens on the port afterwards.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let e = fetch(
+            &format!("http://127.0.0.1:{port}/x"),
+            1024,
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap_err();
+        let UpstreamError::Connect(msg) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(msg.to_lowercase().contains("refused"), "{msg}");
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use bytes::Bytes;
@@ -66,8 +66,13 @@ pub fn router(state: Arc<AppState>) -> Router {
 /// A POST route into the pipeline for `endpoint`.
 fn infer(endpoint: Endpoint) -> MethodRouter<Arc<AppState>> {
     post(
-        move |State(s): State<Arc<AppState>>, h: HeaderMap, b: Result<Bytes, BytesRejection>| {
-            inference(s, endpoint, h, b)
+        move |State(s): State<Arc<AppState>>, req: Request| async move {
+            // The headers are moved out rather than cloned by a `HeaderMap` extractor; the body
+            // is read by axum's `Bytes` extractor, which enforces `DefaultBodyLimit`.
+            let (mut parts, body) = req.into_parts();
+            let headers = std::mem::take(&mut parts.headers);
+            let body = Bytes::from_request(Request::from_parts(parts, body), &()).await;
+            inference(s, endpoint, headers, body).await
         },
     )
 }

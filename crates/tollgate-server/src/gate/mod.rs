@@ -215,17 +215,13 @@ async fn load_price_map(src: &str) -> Result<PriceTable, GateError> {
         message,
     };
     if src.starts_with("http://") || src.starts_with("https://") {
-        let text = reqwest::Client::new()
-            .get(src)
-            .timeout(std::time::Duration::from_secs(30))
-            .send()
-            .await
-            .and_then(|r| r.error_for_status())
-            .map_err(|e| err(e.to_string()))?
-            .text()
-            .await
-            .map_err(|e| err(e.to_string()))?;
-        return PriceTable::from_litellm_json(&text).map_err(|e| err(e.to_string()));
+        // LiteLLM's own map is ~1.5 MB; 64 MiB bounds a wrong URL serving something endless.
+        let body =
+            tollgate_providers::client::fetch(src, 64 << 20, std::time::Duration::from_secs(30))
+                .await
+                .map_err(|e| err(e.to_string()))?;
+        let text = std::str::from_utf8(&body).map_err(|e| err(e.to_string()))?;
+        return PriceTable::from_litellm_json(text).map_err(|e| err(e.to_string()));
     }
     let path = src.strip_prefix("file://").unwrap_or(src);
     PriceTable::load_litellm_file(Path::new(path)).map_err(|e| err(e.to_string()))
