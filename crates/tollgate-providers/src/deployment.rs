@@ -160,6 +160,9 @@ pub enum DeploymentError {
 pub struct Deployment {
     /// Deployment id.
     pub id: String,
+    /// `id` as a header value (`x-litellm-model-id`), built once: cloning it per response
+    /// costs no allocation. `None` when the id has bytes a header cannot carry.
+    pub id_header: Option<HeaderValue>,
     /// Public model group name.
     pub model_group: String,
     /// Provider defaults.
@@ -275,6 +278,7 @@ impl Deployment {
             } else {
                 spec.max_response_bytes
             },
+            id_header: shared_header_value(&spec.id),
             id: spec.id,
             model_group: spec.model_group,
             provider,
@@ -332,9 +336,27 @@ fn normalise_base(base: &str, suffix: &str) -> String {
     }
 }
 
+/// `text` as a header value whose clones share one buffer (a value built from a `Vec` copies
+/// it on its first clone, once; `from_str` would copy on every call). `None` when `text` has
+/// bytes a header cannot carry.
+pub fn shared_header_value(text: &str) -> Option<HeaderValue> {
+    let v = HeaderValue::from_maybe_shared(bytes::Bytes::copy_from_slice(text.as_bytes())).ok()?;
+    // The first clone promotes the buffer to a shared one; later clones only count references.
+    drop(v.clone());
+    Some(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_header_values_keep_the_text_and_refuse_control_bytes() {
+        let v = shared_header_value("dep-1 (eu)").unwrap();
+        assert_eq!(v.to_str().unwrap(), "dep-1 (eu)");
+        assert_eq!(v.clone(), v);
+        assert!(shared_header_value("a\nb").is_none());
+    }
 
     fn spec(provider: &str) -> DeploymentSpec {
         DeploymentSpec {

@@ -41,6 +41,9 @@ pub struct DeploymentLimits {
 pub struct ModelGroup {
     /// The public name clients send.
     pub name: String,
+    /// `name` as a header value (`x-litellm-model-group`), shared by every response; `None`
+    /// when the name has bytes a header cannot carry.
+    pub name_header: Option<http::HeaderValue>,
     /// Deployments, sorted by `order`.
     pub deployments: Vec<RoutedDeployment>,
     /// Whether `name` is a wildcard pattern.
@@ -72,6 +75,7 @@ impl ModelGroup {
         let wildcard = name.contains('*');
         let (deployments, limits) = deployments.into_iter().unzip();
         Self {
+            name_header: tollgate_providers::deployment::shared_header_value(&name),
             name,
             deployments,
             wildcard,

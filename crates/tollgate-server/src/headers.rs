@@ -18,16 +18,24 @@ pub fn forward_upstream(upstream: &HeaderMap, out: &mut HeaderMap) {
             || n.starts_with("anthropic-ratelimit-")
         {
             out.append(name.clone(), value.clone());
-        } else if n == "x-request-id" || n == "request-id" || n == "openai-processing-ms" {
+        } else if let Some(prefixed) = provider_copy(n) {
             // The SDKs expose the provider's request id (`response.request_id`) from the
             // unprefixed header; LiteLLM also sends the prefixed copy.
             if n != "openai-processing-ms" {
                 out.append(name.clone(), value.clone());
             }
-            if let Ok(prefixed) = HeaderName::try_from(format!("llm_provider-{n}")) {
-                out.append(prefixed, value.clone());
-            }
+            out.append(HeaderName::from_static(prefixed), value.clone());
         }
+    }
+}
+
+/// LiteLLM's `llm_provider-` copy of a provider header the gateway relays that way.
+fn provider_copy(name: &str) -> Option<&'static str> {
+    match name {
+        "x-request-id" => Some("llm_provider-x-request-id"),
+        "request-id" => Some("llm_provider-request-id"),
+        "openai-processing-ms" => Some("llm_provider-openai-processing-ms"),
+        _ => None,
     }
 }
 
@@ -37,20 +45,20 @@ pub struct CallHeaders<'a> {
     /// `x-litellm-call-id`: a UUID per request.
     pub call_id: &'a str,
     /// `x-litellm-model-id`: the deployment id.
-    pub model_id: Option<&'a str>,
+    pub model_id: Option<HeaderValue>,
     /// `x-litellm-model-group`: the public model group.
-    pub model_group: Option<&'a str>,
+    pub model_group: Option<HeaderValue>,
 }
 
 impl CallHeaders<'_> {
     /// Writes the headers into `out`.
-    pub fn write(&self, out: &mut HeaderMap) {
+    pub fn write(self, out: &mut HeaderMap) {
         put(out, "x-litellm-call-id", self.call_id);
         if let Some(id) = self.model_id {
-            put(out, "x-litellm-model-id", id);
+            out.insert(HeaderName::from_static("x-litellm-model-id"), id);
         }
         if let Some(g) = self.model_group {
-            put(out, "x-litellm-model-group", g);
+            out.insert(HeaderName::from_static("x-litellm-model-group"), g);
         }
         out.insert(
             HeaderName::from_static("x-litellm-version"),

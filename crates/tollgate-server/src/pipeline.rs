@@ -82,8 +82,8 @@ pub async fn handle(
     };
     CallHeaders {
         call_id: ids.call_id,
-        model_id: ids.model_id.as_deref(),
-        model_group: ids.model_group.as_deref(),
+        model_id: ids.model_id,
+        model_group: ids.model_group,
     }
     .write(resp.headers_mut());
     resp
@@ -91,8 +91,9 @@ pub async fn handle(
 
 struct Ids<'a> {
     call_id: &'a str,
-    model_id: Option<String>,
-    model_group: Option<String>,
+    /// The last attempt's deployment id and model group, as shared header values.
+    model_id: Option<HeaderValue>,
+    model_group: Option<HeaderValue>,
 }
 
 /// How the answer is relayed, once the request is built.
@@ -200,8 +201,8 @@ async fn run(
             tokio::time::sleep_until(attempt.not_before.into()).await;
         }
         let dep: &Deployment = &attempt.deployment.deployment;
-        ids.model_id = Some(dep.id.clone());
-        ids.model_group = Some(attempt.group.name.clone());
+        ids.model_id.clone_from(&dep.id_header);
+        ids.model_group.clone_from(&attempt.group.name_header);
         // 3. admit this attempt (a fallback group is checked for access too)
         let charge = match &mut governed {
             Some(g) => match g.admit(
@@ -301,7 +302,7 @@ async fn run(
         ("x-litellm-attempted-fallbacks", summary.attempted_fallbacks),
     ];
     for (name, n) in counts {
-        let v = HeaderValue::from(n);
+        let v = count_header(n);
         match &mut result {
             Ok(r) => {
                 r.headers_mut().insert(name, v);
@@ -556,6 +557,16 @@ fn spend_headers(
                 }
             }
         }
+    }
+}
+
+/// A small count as a header value: `0`–`9` without an allocation (every response carries
+/// two such counts), larger ones formatted.
+fn count_header(n: u32) -> HeaderValue {
+    const DIGITS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    match DIGITS.get(n as usize) {
+        Some(d) => HeaderValue::from_static(d),
+        None => HeaderValue::from(n),
     }
 }
 
@@ -1223,4 +1234,16 @@ fn unix_now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    #[test]
+    fn count_headers_are_the_decimal_count() {
+        for n in [0u32, 1, 7, 9, 10, 42, 1000] {
+            assert_eq!(count_header(n).to_str().unwrap(), n.to_string());
+        }
+    }
 }
