@@ -50,8 +50,8 @@ struct Cli {
 enum Command {
     /// Validate a config file and print its model groups and deployments (secrets masked).
     CheckConfig {
-        /// The config file.
-        path: PathBuf,
+        /// The config file (default: `--config` / `CONFIG_FILE_PATH`).
+        path: Option<PathBuf>,
     },
 }
 
@@ -59,7 +59,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
     match cli.command {
-        Some(Command::CheckConfig { path }) => check_config(&path),
+        Some(Command::CheckConfig { path }) => match path.or(cli.config) {
+            Some(path) => check_config(&path),
+            None => {
+                eprintln!(
+                    "error: no config file to check: tollgate check-config PATH (or --config PATH, or CONFIG_FILE_PATH)"
+                );
+                ExitCode::from(2)
+            }
+        },
         None => run(cli),
     }
 }

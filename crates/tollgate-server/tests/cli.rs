@@ -60,6 +60,42 @@ fn invalid_config_exits_nonzero_naming_key_and_line() {
 }
 
 #[test]
+fn check_config_takes_the_file_from_config_or_the_environment() {
+    let p = write(
+        "flag.yaml",
+        "model_list:\n  - model_name: via-flag\n    litellm_params:\n      model: openai/gpt-4o\n      api_key: sk-x\n",
+    );
+    for cmd in [
+        tollgate()
+            .args(["check-config", "--config"])
+            .arg(&p)
+            .output(),
+        tollgate()
+            .args(["--config"])
+            .arg(&p)
+            .arg("check-config")
+            .output(),
+        tollgate()
+            .arg("check-config")
+            .env("CONFIG_FILE_PATH", &p)
+            .output(),
+    ] {
+        let out = cmd.unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("via-flag"), "{stdout}");
+    }
+    let out = tollgate().arg("check-config").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no config file to check"), "{err}");
+}
+
+#[test]
 fn version_flag() {
     let out = tollgate().arg("--version").output().unwrap();
     assert!(out.status.success());
