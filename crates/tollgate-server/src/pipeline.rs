@@ -302,12 +302,13 @@ async fn run(
         ("x-litellm-attempted-fallbacks", summary.attempted_fallbacks),
     ];
     for (name, n) in counts {
-        let v = count_header(n);
+        // A static name: inserting by `&str` would copy a non-standard name per response.
+        let (name, v) = (HeaderName::from_static(name), count_header(n));
         match &mut result {
             Ok(r) => {
                 r.headers_mut().insert(name, v);
             }
-            Err(e) => e.headers.push((HeaderName::from_static(name), v)),
+            Err(e) => e.headers.push((name, v)),
         }
     }
     if let Some(g) = &governed {
@@ -1208,7 +1209,7 @@ fn is_event_stream(h: &HeaderMap) -> bool {
 }
 
 fn json_response(status: StatusCode, body: Bytes) -> Response {
-    let mut r = Response::new(Body::from(body));
+    let mut r = crate::relay::new_response(Body::from(body));
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -1218,14 +1219,17 @@ fn json_response(status: StatusCode, body: Bytes) -> Response {
 }
 
 fn sse_response(relay: StreamRelay) -> Response {
-    let mut r = Response::new(Body::from_stream(relay));
+    let mut r = crate::relay::new_response(Body::from_stream(relay));
     let h = r.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    h.insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
     r
 }
 

@@ -13,9 +13,23 @@ pub mod unary;
 
 use std::time::Instant;
 
+use axum::body::Body;
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 use tollgate_governance::runtime::Charge;
 use tollgate_protocol::Usage;
+
+/// Header slots a relayed answer is given up front: content type, the forwarded rate-limit
+/// and request-id headers, the `x-litellm-*` ids and attempt counts, spend and limit headers
+/// (~10–20). An empty map grows two or three times while they are added, rehashing each time.
+const RESPONSE_HEADER_CAPACITY: usize = 24;
+
+/// An empty-headed 200 response with `body` and room for the gateway's headers.
+pub fn new_response(body: Body) -> Response {
+    let mut r = Response::new(body);
+    *r.headers_mut() = http::HeaderMap::with_capacity(RESPONSE_HEADER_CAPACITY);
+    r
+}
 
 /// How one upstream call ended. Delivered exactly once per call to the [`CallSink`].
 #[derive(Debug)]

@@ -49,7 +49,7 @@ pub fn relay_body(
         );
         Bytes::from(env.to_json(dialect))
     };
-    let mut resp = Response::new(Body::from(body));
+    let mut resp = super::new_response(Body::from(body));
     *resp.status_mut() = status;
     let h = resp.headers_mut();
     let ct = upstream_headers
