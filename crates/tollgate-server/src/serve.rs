@@ -60,12 +60,27 @@ pub async fn serve_worker(
     }
 }
 
+/// Exit status when a second signal cuts the drain short (128 + SIGINT, as shells report an
+/// interrupted program).
+pub const FORCED_EXIT_CODE: i32 = 130;
+
 /// Waits for SIGTERM/SIGINT, then marks the state as shutting down and turns `stop` true.
+/// A second SIGTERM/SIGINT during the drain exits the process at once with
+/// [`FORCED_EXIT_CODE`] (as uvicorn, which serves LiteLLM, does): one stuck client must not
+/// make Ctrl-C wait for the whole drain deadline. Spend-log rows still queued are then lost;
+/// the log says so.
 pub async fn stop_on_signal(state: Arc<AppState>, stop: Arc<watch::Sender<bool>>) {
     wait_for_signal().await;
     state.shutting_down.store(true, Ordering::Relaxed);
-    tracing::info!("shutdown signal received: draining in-flight requests");
+    tracing::info!(
+        "shutdown signal received: draining in-flight requests (a second signal exits at once)"
+    );
     let _ = stop.send(true);
+    wait_for_signal().await;
+    tracing::warn!(
+        "second shutdown signal: exiting without waiting for in-flight requests; spend-log rows not yet written are lost"
+    );
+    std::process::exit(FORCED_EXIT_CODE);
 }
 
 /// The worker threads. The main thread does not serve: its runtime runs startup, signals and

@@ -562,6 +562,44 @@ async fn graceful_shutdown_lets_streams_finish() {
     assert!(status.success(), "exit status {status:?}");
 }
 
+/// A second SIGTERM during the drain exits at once, even while a client holds a request open
+/// (here: a head that promises a body that never comes), instead of after `--drain-seconds`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_ends_the_drain_at_once() {
+    use tokio::io::AsyncWriteExt;
+    let m = mock().await;
+    let mut gw = Gateway::start(&standard_config(&m.base_url()));
+    let addr = gw.base.trim_start_matches("http://").to_owned();
+    let mut stuck = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stuck
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    gw.terminate();
+    // Still draining: the stuck request keeps the gateway up.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        gw.child.try_wait().unwrap().is_none(),
+        "exited before the drain ended"
+    );
+    let second = std::time::Instant::now();
+    gw.terminate();
+    let status = loop {
+        if let Some(s) = gw.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            second.elapsed() < std::time::Duration::from_secs(5),
+            "still running 5 s after the second signal"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(gw.log().contains("second shutdown signal"), "{}", gw.log());
+    drop(stuck);
+}
+
 /// Four workers share one listener: 48 clients, each on its own connection, all get their
 /// own echo back (no request lost or crossed between workers), and SIGTERM still ends the
 /// process cleanly once every worker has drained.
