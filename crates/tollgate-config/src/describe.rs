@@ -149,14 +149,20 @@ fn describe(c: &Config, loaded: Option<&LoadedConfig>) -> String {
             "  general_settings.max_request_size_mb = {}",
             gs.max_request_size_mb
                 .map(|v| format!("{v} MB"))
-                .unwrap_or_else(|| "unlimited".into())
+                .unwrap_or_else(|| format!(
+                    "{} MB (default)",
+                    crate::settings::DEFAULT_BODY_LIMIT_MB
+                ))
         );
         let _ = writeln!(
             s,
             "  general_settings.max_response_size_mb = {}",
             gs.max_response_size_mb
                 .map(|v| format!("{v} MB"))
-                .unwrap_or_else(|| "unlimited".into())
+                .unwrap_or_else(|| format!(
+                    "{} MB (default)",
+                    crate::settings::DEFAULT_BODY_LIMIT_MB
+                ))
         );
         if !c.environment_variables.is_empty() {
             let names: Vec<&str> = c.environment_variables.keys().map(String::as_str).collect();

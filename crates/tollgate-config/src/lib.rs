@@ -78,5 +78,6 @@ pub use providers::{
 };
 pub use secret::{Secret, mask};
 pub use settings::{
-    Fallbacks, GeneralSettings, LitellmSettings, ModelGroupAlias, RouterSettings, fallbacks_for,
+    DEFAULT_BODY_LIMIT_MB, Fallbacks, GeneralSettings, LitellmSettings, ModelGroupAlias,
+    RouterSettings, fallbacks_for,
 };

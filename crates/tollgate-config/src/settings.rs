@@ -85,6 +85,11 @@ pub struct LitellmSettings {
     pub extra: Extra,
 }
 
+/// The request and response body limit, MB (MiB), when `general_settings.max_request_size_mb` /
+/// `max_response_size_mb` are unset: bounded rather than unlimited, so one oversized body cannot
+/// exhaust the gateway's memory.
+pub const DEFAULT_BODY_LIMIT_MB: usize = 64;
+
 /// `general_settings`: proxy-server settings.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, PartialEq, Serialize, Deserialize, Default, Debug)]
@@ -104,10 +109,10 @@ pub struct GeneralSettings {
     /// Do not write `LiteLLM_SpendLogs` rows.
     #[serde(default, deserialize_with = "lenient::opt_bool")]
     pub disable_spend_logs: Option<bool>,
-    /// Request body limit, MB.
+    /// Request body limit, MB ([`DEFAULT_BODY_LIMIT_MB`] when unset).
     #[serde(default, deserialize_with = "lenient::opt_f64")]
     pub max_request_size_mb: Option<f64>,
-    /// Response body limit, MB.
+    /// Response body limit, MB ([`DEFAULT_BODY_LIMIT_MB`] when unset).
     #[serde(default, deserialize_with = "lenient::opt_f64")]
     pub max_response_size_mb: Option<f64>,
     /// Other keys (`alerting`, `allowed_routes`, `pass_through_endpoints`...).

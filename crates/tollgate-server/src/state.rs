@@ -15,7 +15,7 @@ use crate::auth::Authenticator;
 use crate::relay::{CallSink, LogSink};
 
 /// Default bound on a request body: 64 MiB (images as base64 make chat bodies large).
-pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = tollgate_config::DEFAULT_BODY_LIMIT_MB << 20;
 
 /// The router as the request path reads it. A request takes one snapshot
 /// (`state.router.load()`: an atomic load, no lock) and uses it to the end, attempts and
@@ -246,5 +246,20 @@ fn deployment_spec(config: &Config, entry: &ModelEntry) -> DeploymentSpec {
         stream_timeout_s: p.stream_timeout.or(config.router_settings.stream_timeout),
         max_response_bytes: mb(config.general_settings.max_response_size_mb).unwrap_or(0),
         mock_response,
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    /// `check-config` reports the config crate's default; the request and response bounds the
+    /// gateway enforces are that same number of MiB.
+    #[test]
+    fn body_limit_defaults_agree() {
+        let mib = tollgate_config::DEFAULT_BODY_LIMIT_MB << 20;
+        assert_eq!(super::DEFAULT_MAX_REQUEST_BYTES, mib);
+        assert_eq!(
+            tollgate_providers::deployment::DEFAULT_MAX_RESPONSE_BYTES,
+            mib
+        );
     }
 }
