@@ -180,10 +180,13 @@ fn run(cli: Cli) -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let addr: SocketAddr = match format!("{}:{}", bracket(&cli.host), cli.port).parse() {
-            Ok(a) => a,
-            Err(_) => {
-                eprintln!("error: invalid --host/--port: {}:{}", cli.host, cli.port);
+        let addr = match listen_addr(&cli.host, cli.port).await {
+            Some(a) => a,
+            None => {
+                eprintln!(
+                    "error: invalid --host/--port: {}:{} (give an IP address, e.g. 127.0.0.1 or ::, or a name that resolves, e.g. localhost)",
+                    cli.host, cli.port
+                );
                 return ExitCode::from(2);
             }
         };
@@ -303,6 +306,15 @@ fn run(cli: Cli) -> ExitCode {
             }
         }
     })
+}
+
+/// The address to listen on: `host` as an IP address, else the first address the name
+/// resolves to (`localhost`, as uvicorn accepts). `None` when it is neither.
+async fn listen_addr(host: &str, port: u16) -> Option<SocketAddr> {
+    if let Ok(a) = format!("{}:{}", bracket(host), port).parse() {
+        return Some(a);
+    }
+    tokio::net::lookup_host((host, port)).await.ok()?.next()
 }
 
 fn bracket(host: &str) -> String {

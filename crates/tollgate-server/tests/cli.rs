@@ -96,6 +96,48 @@ fn check_config_takes_the_file_from_config_or_the_environment() {
 }
 
 #[test]
+fn host_takes_a_name_that_resolves_and_refuses_one_that_does_not() {
+    use std::io::{BufRead, BufReader};
+    let p = write(
+        "host.yaml",
+        "model_list:\n  - model_name: m\n    litellm_params:\n      model: mock/echo\n",
+    );
+    let mut child = tollgate()
+        .args(["--config"])
+        .arg(&p)
+        .args(["--host", "localhost", "--port", "0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let listening = lines
+        .by_ref()
+        .take(50)
+        .map_while(Result::ok)
+        .find(|l| l.contains("listening on"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = listening.expect("no 'listening on' line");
+    assert!(
+        line.contains("http://127.0.0.1:") || line.contains("http://[::1]:"),
+        "{line}"
+    );
+    let out = tollgate()
+        .args(["--config"])
+        .arg(&p)
+        .args(["--host", "no such host!", "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("invalid --host/--port"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn version_flag() {
     let out = tollgate().arg("--version").output().unwrap();
     assert!(out.status.success());
