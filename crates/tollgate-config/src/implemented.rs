@@ -119,6 +119,48 @@ pub const LITELLM_PARAMS_INTERNAL: &[&str] = &[
     "aws_batch_role_arn",
 ];
 
+/// Typed fields of [`crate::LitellmParams`]: keys Tollgate reads itself rather than passing
+/// upstream as request defaults. A key not typed that is one or two edits from one of these
+/// (`api_bse`) is warned about: it would otherwise be sent upstream silently.
+pub const LITELLM_PARAMS_TYPED: &[&str] = &[
+    "model",
+    "api_base",
+    "api_key",
+    "api_version",
+    "organization",
+    "custom_llm_provider",
+    "timeout",
+    "stream_timeout",
+    "max_retries",
+    "rpm",
+    "tpm",
+    "extra_headers",
+    "weight",
+    "order",
+    "input_cost_per_token",
+    "output_cost_per_token",
+    "cache_read_input_token_cost",
+    "cache_creation_input_token_cost",
+    "mock_response",
+    "tags",
+    "aws_access_key_id",
+    "aws_secret_access_key",
+    "aws_session_token",
+    "aws_region_name",
+    "aws_role_name",
+    "aws_session_name",
+    "aws_profile_name",
+    "aws_web_identity_token",
+    "aws_bedrock_runtime_endpoint",
+    "vertex_project",
+    "vertex_location",
+    "vertex_credentials",
+    "tenant_id",
+    "client_id",
+    "client_secret",
+    "azure_ad_token",
+];
+
 /// `litellm_params` keys that are typed but not acted on yet (the `*_cost*` price overrides
 /// are acted on by tollgate-server's `gate`).
 pub const LITELLM_PARAMS_TYPED_UNIMPLEMENTED: &[&str] = &["tags"];

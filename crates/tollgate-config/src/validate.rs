@@ -139,6 +139,19 @@ pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigErr
             ));
         }
         let p = &e.litellm_params;
+        for k in p.extra.keys() {
+            if crate::implemented::is_internal_litellm_param(k) {
+                continue;
+            }
+            if let Some(meant) = near_miss(k, crate::implemented::LITELLM_PARAMS_TYPED) {
+                warnings.push(ctx.warning(
+                    &lp(i).key(k),
+                    format!(
+                        "unknown key '{k}' (sent upstream as a request parameter): did you mean '{meant}'?"
+                    ),
+                ));
+            }
+        }
         if p.model.trim().is_empty() {
             return Err(ctx.error(
                 ErrorKind::Invalid,
@@ -391,6 +404,49 @@ mod typo_tests {
             err.to_string().contains("did you mean 'master_key'"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn near_misses_of_typed_litellm_params_are_warned() {
+        let loaded = crate::load_str(
+            "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/gpt-4o\n      api_bse: http://127.0.0.1:9/v1\n      timeut: 5\n      temperature: 0.2\n      max_budget: 3\n",
+            "c.yaml",
+            &|_| None,
+        )
+        .unwrap();
+        let typos: Vec<&String> = loaded
+            .warnings
+            .iter()
+            .filter(|w| w.contains("did you mean"))
+            .collect();
+        assert_eq!(typos.len(), 2, "{:?}", loaded.warnings);
+        assert!(
+            typos[0].starts_with("c.yaml:5:")
+                && typos[0].contains("model_list[0].litellm_params.api_bse")
+                && typos[0].ends_with("did you mean 'api_base'?"),
+            "{}",
+            typos[0]
+        );
+        assert!(
+            typos[1].starts_with("c.yaml:6:") && typos[1].ends_with("did you mean 'timeout'?"),
+            "{}",
+            typos[1]
+        );
+    }
+
+    /// Every key listed as typed is taken by a typed field (never left in `extra`, where it
+    /// would be sent upstream); an unknown key is.
+    #[test]
+    fn typed_litellm_params_list_names_typed_fields() {
+        for k in crate::implemented::LITELLM_PARAMS_TYPED {
+            let v = serde_json::json!({ "model": "m", *k: null });
+            if let Ok(p) = serde_json::from_value::<crate::LitellmParams>(v) {
+                assert!(!p.extra.contains_key(*k), "{k} is not a typed field");
+            }
+        }
+        let p: crate::LitellmParams =
+            serde_json::from_value(serde_json::json!({"model": "m", "not_a_field": null})).unwrap();
+        assert!(p.extra.contains_key("not_a_field"));
     }
 
     #[test]
