@@ -406,20 +406,25 @@ mod typo_tests {
         );
     }
 
-    #[test]
-    fn near_misses_of_typed_litellm_params_are_warned() {
-        let loaded = crate::load_str(
-            "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/gpt-4o\n      api_bse: http://127.0.0.1:9/v1\n      timeut: 5\n      temperature: 0.2\n      max_budget: 3\n",
-            "c.yaml",
-            &|_| None,
-        )
-        .unwrap();
-        let typos: Vec<&String> = loaded
+    /// The "did you mean" warnings of `yaml` loaded as `c.yaml`, asserting there are `n`.
+    fn typo_warnings(yaml: &str, n: usize) -> Vec<String> {
+        let loaded = crate::load_str(yaml, "c.yaml", &|_| None).unwrap();
+        let typos: Vec<String> = loaded
             .warnings
             .iter()
             .filter(|w| w.contains("did you mean"))
+            .cloned()
             .collect();
-        assert_eq!(typos.len(), 2, "{:?}", loaded.warnings);
+        assert_eq!(typos.len(), n, "{:?}", loaded.warnings);
+        typos
+    }
+
+    #[test]
+    fn near_misses_of_typed_litellm_params_are_warned() {
+        let typos = typo_warnings(
+            "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/gpt-4o\n      api_bse: http://127.0.0.1:9/v1\n      timeut: 5\n      temperature: 0.2\n      max_budget: 3\n",
+            2,
+        );
         assert!(
             typos[0].starts_with("c.yaml:5:")
                 && typos[0].contains("model_list[0].litellm_params.api_bse")
@@ -451,18 +456,10 @@ mod typo_tests {
 
     #[test]
     fn near_misses_inside_settings_sections_are_warned() {
-        let loaded = crate::load_str(
+        let typos = typo_warnings(
             "litellm_settings:\n  max_budgt: 1\n  drop_params: true\nrouter_settings:\n  num_retrie: 1\n",
-            "c.yaml",
-            &|_| None,
-        )
-        .unwrap();
-        let typos: Vec<&String> = loaded
-            .warnings
-            .iter()
-            .filter(|w| w.contains("did you mean"))
-            .collect();
-        assert_eq!(typos.len(), 2, "{:?}", loaded.warnings);
+            2,
+        );
         assert!(
             typos[0].starts_with("c.yaml:2:")
                 && typos[0].contains("litellm_settings.max_budgt")
