@@ -7,7 +7,8 @@
 //! Modules: [`state`] builds everything from the LiteLLM config; [`auth`] is the
 //! authentication step; [`request`] parses the body once; [`relay`] streams or relays the
 //! upstream answer; [`mock_provider`] answers `mock/` deployments in process; [`routes`] maps
-//! URLs to handlers; [`serve`] runs the listener with graceful shutdown.
+//! URLs to handlers; [`service`] serves the inference routes directly and the rest through the
+//! router; [`serve`] runs the listener with graceful shutdown.
 
 pub mod auth;
 pub mod errors;
@@ -21,6 +22,7 @@ pub mod request;
 pub mod response_store;
 pub mod routes;
 pub mod serve;
+pub mod service;
 pub mod state;
 
 /// Tollgate's version, sent as `x-litellm-version` and printed by `--version`.

@@ -23,26 +23,58 @@ use crate::state::AppState;
 /// `created` timestamp LiteLLM reports for every model in `/v1/models`.
 const MODEL_CREATED: u64 = 1_677_610_602;
 
+/// The inference routes: `POST` on each goes into [`pipeline::handle`] (served directly by
+/// [`crate::service`], and through the router for the other methods' 405).
+pub const INFERENCE_ROUTES: &[(&str, Endpoint)] = &[
+    ("/v1/chat/completions", Endpoint::ChatCompletions),
+    ("/chat/completions", Endpoint::ChatCompletions),
+    ("/v1/completions", Endpoint::Completions),
+    ("/completions", Endpoint::Completions),
+    ("/v1/embeddings", Endpoint::Embeddings),
+    ("/embeddings", Endpoint::Embeddings),
+    ("/v1/messages", Endpoint::Messages),
+    ("/anthropic/v1/messages", Endpoint::Messages),
+    ("/v1/messages/count_tokens", Endpoint::CountTokens),
+    ("/anthropic/v1/messages/count_tokens", Endpoint::CountTokens),
+    ("/v1/responses", Endpoint::Responses),
+    ("/responses", Endpoint::Responses),
+];
+
+/// The endpoint an inference route's path names (exact match, as the router matches it).
+pub fn inference_endpoint(path: &str) -> Option<Endpoint> {
+    INFERENCE_ROUTES
+        .iter()
+        .find(|(p, _)| *p == path)
+        .map(|&(_, e)| e)
+}
+
+/// Why a request body could not be read: the status to answer and what went wrong.
+#[derive(Debug)]
+pub struct BodyError {
+    /// 413 over the limit, 400 otherwise.
+    pub status: StatusCode,
+    /// The reader's own message (used for a 400).
+    pub detail: String,
+}
+
+impl From<BytesRejection> for BodyError {
+    fn from(rej: BytesRejection) -> Self {
+        BodyError {
+            status: rej.status(),
+            detail: rej.body_text(),
+        }
+    }
+}
+
 /// Builds the router.
 pub fn router(state: Arc<AppState>) -> Router {
     let limit = state.max_request_bytes;
     let admin = state.admin.as_ref().map(|a| Arc::clone(&a.0));
-    let app = Router::new()
-        .route("/v1/chat/completions", infer(Endpoint::ChatCompletions))
-        .route("/chat/completions", infer(Endpoint::ChatCompletions))
-        .route("/v1/completions", infer(Endpoint::Completions))
-        .route("/completions", infer(Endpoint::Completions))
-        .route("/v1/embeddings", infer(Endpoint::Embeddings))
-        .route("/embeddings", infer(Endpoint::Embeddings))
-        .route("/v1/messages", infer(Endpoint::Messages))
-        .route("/anthropic/v1/messages", infer(Endpoint::Messages))
-        .route("/v1/messages/count_tokens", infer(Endpoint::CountTokens))
-        .route(
-            "/anthropic/v1/messages/count_tokens",
-            infer(Endpoint::CountTokens),
-        )
-        .route("/v1/responses", infer(Endpoint::Responses))
-        .route("/responses", infer(Endpoint::Responses))
+    let mut app = Router::new();
+    for &(path, endpoint) in INFERENCE_ROUTES {
+        app = app.route(path, infer(endpoint));
+    }
+    let app = app
         .route("/v1/responses/{id}", get(get_response))
         .route("/responses/{id}", get(get_response))
         .route("/v1/models", get(models))
@@ -71,31 +103,35 @@ fn infer(endpoint: Endpoint) -> MethodRouter<Arc<AppState>> {
             // is read by axum's `Bytes` extractor, which enforces `DefaultBodyLimit`.
             let (mut parts, body) = req.into_parts();
             let headers = std::mem::take(&mut parts.headers);
-            let body = Bytes::from_request(Request::from_parts(parts, body), &()).await;
+            let body = Bytes::from_request(Request::from_parts(parts, body), &())
+                .await
+                .map_err(BodyError::from);
             inference(s, endpoint, headers, body).await
         },
     )
 }
 
-async fn inference(
+/// Runs one inference request whose body has been read (or answers why it could not be, in
+/// the endpoint's dialect).
+pub async fn inference(
     state: Arc<AppState>,
     endpoint: Endpoint,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<Bytes, BodyError>,
 ) -> Response {
     match body {
         Ok(b) => pipeline::handle(state, endpoint, headers, b).await,
         Err(rej) => {
-            let message = if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            let message = if rej.status == StatusCode::PAYLOAD_TOO_LARGE {
                 format!(
                     "The request body is larger than this gateway accepts ({} MiB; general_settings.max_request_size_mb).",
                     state.max_request_bytes / (1024 * 1024)
                 )
             } else {
-                format!("Could not read the request body: {}", rej.body_text())
+                format!("Could not read the request body: {}", rej.detail)
             };
             GatewayError::from(ErrorEnvelope::new(
-                rej.status().as_u16(),
+                rej.status.as_u16(),
                 "invalid_request_error",
                 message,
             ))

@@ -21,43 +21,81 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, watch};
 
 use crate::state::AppState;
 
 /// Serves on the calling runtime (one worker) until `stop` turns true, then drains for at
-/// most `drain_deadline`.
+/// most `drain_deadline`: the listener closes, requests in flight and streams finish, idle
+/// keep-alive connections close.
 ///
-/// Errors: accept-loop I/O errors from axum's server.
+/// Each connection is served by hyper-util's HTTP/1.1 + HTTP/2 (prior knowledge) server with
+/// [`crate::service::gateway_service`].
+///
+/// Errors: none so far; accept errors are logged and the loop goes on (a full file-descriptor
+/// table waits 1 s first, as axum's server does).
 pub async fn serve_worker(
     state: Arc<AppState>,
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
     drain_deadline: Duration,
 ) -> std::io::Result<()> {
-    let app = crate::routes::router(state);
-    let listener = listener.tap_io(|tcp| {
+    // `with_state(())` turns every route into its final form once, not per connection.
+    let router = crate::routes::router(Arc::clone(&state)).with_state(());
+    let service = crate::service::gateway_service(state, router);
+    let builder = Builder::new(TokioExecutor::new());
+    let graceful = GracefulShutdown::new();
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = stop.wait_for(|v| *v) => break,
+            a = listener.accept() => a,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                accept_error(e).await;
+                continue;
+            }
+        };
         // Without TCP_NODELAY small responses wait for the client's delayed ACK (DESIGN.md).
         let _ = tcp.set_nodelay(true);
-    });
-    let mut stop_deadline = stop.clone();
-    let signal = async move {
-        let _ = stop.wait_for(|v| *v).await;
-    };
-    let server = axum::serve(listener, app).with_graceful_shutdown(signal);
-    let deadline = async move {
-        let _ = stop_deadline.wait_for(|v| *v).await;
-        tokio::time::sleep(drain_deadline).await;
-    };
+        let conn = builder
+            .serve_connection(TokioIo::new(tcp), service.clone())
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::trace!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
     tokio::select! {
-        r = server => r,
-        _ = deadline => {
+        _ = graceful.shutdown() => {}
+        _ = tokio::time::sleep(drain_deadline) => {
             tracing::warn!(deadline_s = drain_deadline.as_secs_f64(), "drain deadline reached; closing remaining connections");
-            Ok(())
         }
     }
+    Ok(())
+}
+
+/// A failed `accept`: the peer's own reset or abort is skipped; anything else (a full
+/// descriptor table, out of memory) is logged and retried after 1 s rather than spinning.
+async fn accept_error(e: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!(error = %e, "accept failed; retrying in 1 s");
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// Exit status when a second signal cuts the drain short (128 + SIGINT, as shells report an

@@ -290,6 +290,57 @@ async fn errors_in_openai_shape() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_the_limit_get_413_in_the_clients_dialect() {
+    let m = mock().await;
+    let config = standard_config(&m.base_url()).replace(
+        "general_settings:\n",
+        "general_settings:\n  max_request_size_mb: 1\n",
+    );
+    let gw = Gateway::start(&config);
+    let c = client();
+    let big = json!({"model": "gpt-test",
+                     "messages": [{"role": "user", "content": "a".repeat(1_100_000)}]});
+    let message = "The request body is larger than this gateway accepts (1 MiB; general_settings.max_request_size_mb).";
+    // With a content-length: refused in the OpenAI shape on an OpenAI route ...
+    let r = post(&gw, "/v1/chat/completions", big.clone()).await;
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    assert_eq!(v["error"]["message"], message);
+    // ... and in Anthropic's on the Messages route.
+    let r = post(&gw, "/v1/messages", big).await;
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "request_too_large");
+    assert_eq!(v["error"]["message"], message);
+    // Chunked, with no length announced: refused once 1 MiB has arrived.
+    let chunks = (0..32).map(|_| Ok::<_, std::io::Error>(vec![b' '; 64 * 1024]));
+    let r = c
+        .post(gw.url("/v1/chat/completions"))
+        .header("authorization", auth())
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["message"], message);
+    // Just under the limit: served.
+    let r = post(
+        &gw,
+        "/v1/chat/completions",
+        json!({"model": "gpt-test",
+               "messages": [{"role": "user", "content": "a".repeat(1_000_000)}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["object"], "chat.completion");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_errors_keep_status_body_and_retry_headers() {
     let m = mock().await;
     m.script(serde_json::from_value(json!({"key": "limited", "default": {"status": 429, "retry_after": 7, "retry_after_ms": 6500}})).unwrap());
