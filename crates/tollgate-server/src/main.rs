@@ -168,6 +168,8 @@ fn run(cli: Cli) -> ExitCode {
     // With workers, the main thread's runtime starts everything and runs background tasks
     // (spend-log write-behind, signals) while `serve::WorkerPool` starts the workers that
     // serve; without, one multi-threaded runtime does it all.
+    let serving_threads = workers.unwrap_or_else(default_worker_threads);
+    let arenas = tollgate_server::malloc::limit_arenas(serving_threads);
     let mut builder = match workers {
         Some(_) => tokio::runtime::Builder::new_current_thread(),
         None => tokio::runtime::Builder::new_multi_thread(),
@@ -249,6 +251,7 @@ fn run(cli: Cli) -> ExitCode {
             groups = state.router.load().public_names().count(),
             workers = %workers.map_or_else(|| "work-stealing".to_owned(), |n| n.to_string()),
             auth = state.auth.requires_key(),
+            malloc_arenas = %arenas.map_or_else(|| "default".to_owned(), |n| n.to_string()),
             "Tollgate listening on http://{local}"
         );
         let drain = Duration::from_secs_f64(cli.drain_seconds.max(0.0));
@@ -323,4 +326,14 @@ fn bracket(host: &str) -> String {
     } else {
         host.to_owned()
     }
+}
+
+/// The worker threads of tokio's multi-threaded runtime: `TOKIO_WORKER_THREADS` when set to a
+/// positive number, else one per core (as tokio decides).
+fn default_worker_threads() -> usize {
+    std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -320,7 +320,9 @@ async fn bodies_over_the_limit_get_413_in_the_clients_dialect() {
         .post(gw.url("/v1/chat/completions"))
         .header("authorization", auth())
         .header("content-type", "application/json")
-        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+            chunks,
+        )))
         .send()
         .await
         .unwrap();
