@@ -36,8 +36,9 @@ use crate::state::AppState;
 /// Each connection is served by hyper-util's HTTP/1.1 + HTTP/2 (prior knowledge) server with
 /// [`crate::service::gateway_service`].
 ///
-/// Errors: none so far; accept errors are logged and the loop goes on (a full file-descriptor
-/// table waits 1 s first, as axum's server does).
+/// Always `Ok` today (the `Result` is the worker's contract with [`WorkerPool`]): accept
+/// errors are logged and the loop goes on, after 1 s when the descriptor table is full (as
+/// axum's server does).
 pub async fn serve_worker(
     state: Arc<AppState>,
     listener: TcpListener,
