@@ -165,11 +165,12 @@ fn run(cli: Cli) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
+    // Before any serving thread exists: how many malloc arenas they may use (malloc.rs).
+    let serving_threads = workers.unwrap_or_else(default_worker_threads);
+    let arenas = tollgate_server::malloc::limit_arenas(serving_threads);
     // With workers, the main thread's runtime starts everything and runs background tasks
     // (spend-log write-behind, signals) while `serve::WorkerPool` starts the workers that
     // serve; without, one multi-threaded runtime does it all.
-    let serving_threads = workers.unwrap_or_else(default_worker_threads);
-    let arenas = tollgate_server::malloc::limit_arenas(serving_threads);
     let mut builder = match workers {
         Some(_) => tokio::runtime::Builder::new_current_thread(),
         None => tokio::runtime::Builder::new_multi_thread(),

@@ -4,7 +4,7 @@
 //! the request's body is read under the same limit and with the same errors as through axum,
 //! and nothing else runs before [`pipeline::handle`](crate::pipeline::handle). Every other
 //! request (management API, models, health, a wrong method on an inference route) goes through
-//! the axum [`Router`](axum::Router) built by [`routes::router`](crate::routes::router).
+//! the axum [`Router`](axum::Router) built by [`routes::router`](crate::routes::router()).
 //!
 //! Why not all through axum: per request axum boxes the handler's future (the pipeline's is
 //! ~7 KB), boxes the body, inserts route extensions and runs the route match, which together

@@ -1,5 +1,5 @@
 //! The server's side of the management API seams: [`ServerAuthorize`] identifies callers with
-//! the inference routes' credential rules; [`ModelCatalog`](crate::gate::models::ModelCatalog)
+//! the inference routes' credential rules; [`ModelCatalog`]
 //! lists the deployments and adds or deletes stored ones.
 
 use std::sync::Arc;
