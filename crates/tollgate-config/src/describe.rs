@@ -35,9 +35,10 @@ fn describe(c: &Config, loaded: Option<&LoadedConfig>) -> String {
         let groups = c.model_groups();
         let _ = writeln!(
             s,
-            "Model groups: {} ({} deployments)",
+            "Model groups: {} ({} deployment{})",
             groups.len(),
-            c.model_list.len()
+            c.model_list.len(),
+            if c.model_list.len() == 1 { "" } else { "s" }
         );
         for g in &groups {
             let deps: Vec<_> = c.deployments(g).collect();
@@ -187,5 +188,32 @@ fn describe(c: &Config, loaded: Option<&LoadedConfig>) -> String {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    fn described(yaml: &str) -> String {
+        crate::load_str(yaml, "c.yaml", &|_| None)
+            .expect("valid config")
+            .config
+            .describe()
+    }
+
+    #[test]
+    fn counts_agree_with_their_nouns() {
+        let one = described(
+            "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n",
+        );
+        assert!(one.starts_with("Model groups: 1 (1 deployment)\n"), "{one}");
+        assert!(one.contains("\n  a  (1 deployment)\n"), "{one}");
+        let two = described(
+            "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n  - model_name: a\n    litellm_params:\n      model: openai/y\n",
+        );
+        assert!(
+            two.starts_with("Model groups: 1 (2 deployments)\n"),
+            "{two}"
+        );
+        assert!(two.contains("\n  a  (2 deployments)\n"), "{two}");
     }
 }

@@ -152,11 +152,12 @@ pub fn presented_key<'h>(
     Err(AuthError::Missing)
 }
 
+/// The credential after a `Bearer` or `Basic` scheme, matched without regard to case (RFC 9110
+/// §11.1: the scheme is a case-insensitive token), e.g. `BEARER sk-1` gives `sk-1`.
 fn strip_scheme(v: &str) -> Option<&str> {
-    ["Bearer ", "bearer ", "Basic ", "basic "]
-        .iter()
-        .find_map(|p| v.strip_prefix(p))
-        .map(str::trim)
+    let (scheme, rest) = v.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("basic"))
+        .then(|| rest.trim())
 }
 
 fn non_empty(k: &str) -> Result<&str, AuthError> {
@@ -188,6 +189,10 @@ mod tests {
             headers(&[("api-key", "sk-master")]),
             headers(&[("x-litellm-api-key", "sk-master")]),
             headers(&[("x-litellm-api-key", "Bearer sk-master")]),
+            // RFC 9110 §11.1: the scheme is case-insensitive.
+            headers(&[("authorization", "BEARER sk-master")]),
+            headers(&[("authorization", "bEaReR   sk-master")]),
+            headers(&[("x-litellm-api-key", "BASIC sk-master")]),
         ] {
             assert!(
                 matches!(a.authenticate(&h, None), Ok(Identity::Master)),
@@ -205,6 +210,11 @@ mod tests {
         );
         assert_eq!(
             a.authenticate(&headers(&[("authorization", "sk-master")]), None)
+                .unwrap_err(),
+            AuthError::Malformed
+        );
+        assert_eq!(
+            a.authenticate(&headers(&[("authorization", "Token sk-master")]), None)
                 .unwrap_err(),
             AuthError::Malformed
         );

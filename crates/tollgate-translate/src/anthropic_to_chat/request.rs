@@ -43,14 +43,8 @@ pub fn request(msg: &Value, opts: &RequestOptions) -> Result<Value, TranslateErr
         Some(m) => m.as_str(),
         None => req.get("model").and_then(Value::as_str).unwrap_or_default(),
     };
-    let max_tokens = req
-        .get("max_tokens")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| TranslateError::invalid("max_tokens", "Field required"))?;
-    let messages = req
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or_else(|| TranslateError::invalid("messages", "Field required"))?;
+    let max_tokens = required(req, "max_tokens", Value::as_u64, "a non-negative integer")?;
+    let messages = required(req, "messages", Value::as_array, "a list")?;
 
     let mut out = Map::new();
     out.insert("model".into(), model.into());
@@ -404,6 +398,22 @@ fn convert_tools(req: &Map<String, Value>) -> Result<Vec<Value>, TranslateError>
     Ok(out)
 }
 
+/// A required field of `req`, read by `get`: absent or null is "Field required" (Anthropic's
+/// wording), present with the wrong JSON type says which type it must be (e.g. `max_tokens:
+/// "20"` is "Input should be a non-negative integer", not "Field required").
+fn required<'v, T>(
+    req: &'v Map<String, Value>,
+    field: &'static str,
+    get: impl FnOnce(&'v Value) -> Option<T>,
+    expected: &str,
+) -> Result<T, TranslateError> {
+    match req.get(field) {
+        None | Some(Value::Null) => Err(TranslateError::invalid(field, "Field required")),
+        Some(v) => get(v)
+            .ok_or_else(|| TranslateError::invalid(field, format!("Input should be {expected}"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,6 +426,29 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!((err.status(), err.param()), (400, Some("max_tokens")));
+        assert!(err.to_string().contains("Field required"), "{err}");
+    }
+
+    #[test]
+    fn wrongly_typed_required_fields_say_the_type() {
+        let err = request(
+            &json!({"model":"m","max_tokens":"20","messages":[{"role":"user","content":"hi"}]}),
+            &RequestOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!((err.status(), err.param()), (400, Some("max_tokens")));
+        assert!(
+            err.to_string()
+                .contains("Input should be a non-negative integer"),
+            "{err}"
+        );
+        let err = request(
+            &json!({"model":"m","max_tokens":20,"messages":"hi"}),
+            &RequestOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.param(), Some("messages"));
+        assert!(err.to_string().contains("Input should be a list"), "{err}");
     }
 
     #[test]
