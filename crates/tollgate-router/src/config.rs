@@ -9,6 +9,12 @@ use crate::failure::FailureClass;
 
 /// LiteLLM's `DEFAULT_ALLOWED_FAILS` (`litellm/constants.py`).
 pub const DEFAULT_ALLOWED_FAILS: u32 = 3;
+/// LiteLLM's `DEFAULT_FAILURE_THRESHOLD_PERCENT` (as a fraction): without `allowed_fails`, a
+/// deployment whose calls failed more than this share of the minute cools down.
+pub const DEFAULT_FAILURE_RATE: f64 = 0.5;
+/// LiteLLM's `DEFAULT_FAILURE_THRESHOLD_MINIMUM_REQUESTS`: finished calls in the minute before
+/// [`DEFAULT_FAILURE_RATE`] counts.
+pub const DEFAULT_FAILURE_RATE_MIN_CALLS: u32 = 5;
 /// LiteLLM's `DEFAULT_COOLDOWN_TIME_SECONDS` (`litellm/constants.py`): 5 s.
 pub const DEFAULT_COOLDOWN_TIME: Duration = Duration::from_secs(5);
 /// LiteLLM Router's default `num_retries` when none is set (`openai.DEFAULT_MAX_RETRIES`).
@@ -128,6 +134,11 @@ impl RetryPolicy {
             .ok_or_else(|| ConfigError::UnknownAllowedFailsPolicyKey(key.to_owned()))?;
         *slot = Some(fails);
         Ok(())
+    }
+
+    /// Whether no entry is set.
+    pub fn is_empty(&self) -> bool {
+        *self == RetryPolicy::default()
     }
 
     /// The entry for a class, if set.

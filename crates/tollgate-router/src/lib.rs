@@ -39,4 +39,6 @@ pub use failure::{FailureClass, Outcome};
 pub use group::{DeploymentLimits, ModelGroup, RoutedDeployment};
 pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy};
 pub use resolve::{Route, RouteError, Router};
-pub use state::{CooldownRule, DeploymentSnapshot, InMemoryState, RouterState, SuccessSample};
+pub use state::{
+    CooldownRule, CooldownTrigger, DeploymentSnapshot, InMemoryState, RouterState, SuccessSample,
+};

@@ -43,14 +43,47 @@ pub struct SuccessSample {
 }
 
 /// How failures turn into a cooldown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CooldownRule {
-    /// Failures within one minute that start a cooldown (0 behaves as 1).
-    pub allowed_fails: u32,
+    /// What starts the cooldown.
+    pub trigger: CooldownTrigger,
     /// Cooldown length.
     pub cooldown_time: Duration,
     /// Count failures but never cool down.
     pub disabled: bool,
+}
+
+/// What makes a recorded failure start a cooldown. Counts are per deployment and per minute
+/// (successes and failures of the current minute; a cooldown starts the count afresh).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CooldownTrigger {
+    /// This many failures within the minute (`allowed_fails`, or an `allowed_fails_policy`
+    /// entry; 0 behaves as 1).
+    FailCount(u32),
+    /// This failure, at once (LiteLLM's default for a 429, 401 or 404).
+    Immediately,
+    /// More than `over` (a fraction) of the minute's finished calls failed, counted once at
+    /// least `min_calls` finished (LiteLLM's default for timeouts and 5xx).
+    FailureRate {
+        /// Fraction of failed calls above which the deployment cools down, e.g. 0.5.
+        over: f64,
+        /// Finished calls (successes + failures) this minute before the rate counts.
+        min_calls: u32,
+    },
+}
+
+impl CooldownTrigger {
+    /// Whether `fails` failures and `oks` successes this minute start a cooldown.
+    fn fires(self, fails: u32, oks: u32) -> bool {
+        match self {
+            CooldownTrigger::FailCount(n) => fails >= n.max(1),
+            CooldownTrigger::Immediately => true,
+            CooldownTrigger::FailureRate { over, min_calls } => {
+                let total = fails.saturating_add(oks);
+                total >= min_calls.max(1) && f64::from(fails) > over * f64::from(total)
+            }
+        }
+    }
 }
 
 /// Storage of per-deployment routing state. All times are the caller's `now` (injectable).
@@ -84,7 +117,19 @@ struct Slot {
     ttft_ms: Option<(f64, Instant)>,
     fail_minute: u64,
     fails: u32,
+    oks: u32,
     cooldown_until: Option<Instant>,
+}
+
+impl Slot {
+    /// Starts the success/failure counts afresh in a new minute.
+    fn roll_fail_minute(&mut self, minute: u64) {
+        if self.fail_minute != minute {
+            self.fail_minute = minute;
+            self.fails = 0;
+            self.oks = 0;
+        }
+    }
 }
 
 /// Process-local state: one mutex-guarded fixed-size record per deployment. No lock is held
@@ -176,21 +221,21 @@ impl RouterState for InMemoryState {
             if s.minute == minute {
                 s.tpm_used = s.tpm_used.saturating_add(sample.completion_tokens);
             }
+            s.roll_fail_minute(minute);
+            s.oks = s.oks.saturating_add(1);
         });
     }
 
     fn record_failure(&self, slot: usize, now: Instant, rule: &CooldownRule) -> Option<Instant> {
         let minute = self.minute(now);
         self.with(slot, |s| {
-            if s.fail_minute != minute {
-                s.fail_minute = minute;
-                s.fails = 0;
-            }
+            s.roll_fail_minute(minute);
             s.fails = s.fails.saturating_add(1);
-            if rule.disabled || s.fails < rule.allowed_fails.max(1) {
+            if rule.disabled || !rule.trigger.fires(s.fails, s.oks) {
                 return None;
             }
             s.fails = 0;
+            s.oks = 0;
             let until = now + rule.cooldown_time;
             s.cooldown_until = Some(until);
             Some(until)
@@ -212,7 +257,7 @@ mod tests {
     use super::*;
 
     const RULE: CooldownRule = CooldownRule {
-        allowed_fails: 2,
+        trigger: CooldownTrigger::FailCount(2),
         cooldown_time: Duration::from_secs(5),
         disabled: false,
     };
@@ -263,6 +308,54 @@ mod tests {
         for _ in 0..5 {
             assert_eq!(st.record_failure(0, t, &off), None);
         }
+    }
+
+    #[test]
+    fn failure_rate_counts_this_minutes_calls() {
+        let t0 = Instant::now();
+        let st = InMemoryState::new(1, t0);
+        let rate = CooldownRule {
+            trigger: CooldownTrigger::FailureRate {
+                over: 0.5,
+                min_calls: 5,
+            },
+            ..RULE
+        };
+        let ok = SuccessSample {
+            latency: Duration::from_millis(10),
+            ttft: None,
+            completion_tokens: 0,
+        };
+        // 2 successes, then failures: 3 of 5 (60 %) is over half with 5 calls finished.
+        st.record_success(0, t0, &ok);
+        st.record_success(0, t0, &ok);
+        assert_eq!(st.record_failure(0, t0, &rate), None);
+        assert_eq!(st.record_failure(0, t0, &rate), None); // 2 of 4: too few calls
+        assert_eq!(
+            st.record_failure(0, t0, &rate),
+            Some(t0 + Duration::from_secs(5))
+        );
+        // The cooldown starts the count afresh; 3 failures of 6 (50 %) are not over half.
+        let t = t0 + Duration::from_secs(6);
+        for _ in 0..3 {
+            st.record_success(0, t, &ok);
+        }
+        for _ in 0..3 {
+            assert_eq!(st.record_failure(0, t, &rate), None);
+        }
+        // A new minute forgets the earlier calls: the 5-call minimum applies again.
+        let next = t0 + Duration::from_secs(60);
+        for _ in 0..4 {
+            assert_eq!(st.record_failure(0, next, &rate), None);
+        }
+        assert!(st.record_failure(0, next, &rate).is_some());
+        // Immediately: the first failure cools down.
+        let st = InMemoryState::new(1, t0);
+        let now = CooldownRule {
+            trigger: CooldownTrigger::Immediately,
+            ..RULE
+        };
+        assert!(st.record_failure(0, t0, &now).is_some());
     }
 
     #[test]

@@ -147,6 +147,78 @@ async fn cooled_down_deployment_is_skipped_until_its_cooldown_ends() {
     );
 }
 
+/// Sends `msg(group)` until the mock saw `target` called `times` times (at most 200 requests);
+/// the statuses the client got, in order, and every deployment called.
+async fn until_called(
+    gw: &Gateway,
+    m: &MockHandle,
+    group: &str,
+    target: &str,
+    times: usize,
+) -> (Vec<u16>, Vec<String>) {
+    let (mut statuses, mut seen) = (Vec::new(), Vec::new());
+    for _ in 0..200 {
+        statuses.push(chat(gw, msg(group)).await.status().as_u16());
+        seen.extend(calls(m));
+        if seen.iter().filter(|d| *d == target).count() >= times {
+            break;
+        }
+    }
+    (statuses, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_allowed_fails_litellms_default_rule_cools_deployments() {
+    // No allowed_fails: a 429 cools its deployment at once; 5xx cool it once more than half
+    // of the minute's calls failed, counted from 5 calls (LiteLLM cooldown_handlers.py).
+    let m = mock().await;
+    script(&m, json!({"key": "east", "default": {"status": 429}}));
+    let gw = Gateway::start(&config(
+        &m.base_url(),
+        "  num_retries: 0\n  cooldown_time: 1\n",
+    ));
+    let (statuses, seen) = until_called(&gw, &m, "pair", "east", 1).await;
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    assert_eq!(seen.iter().filter(|d| *d == "east").count(), 1);
+    for _ in 0..10 {
+        assert_eq!(chat(&gw, msg("pair")).await.status(), 200);
+    }
+    assert_eq!(calls(&m), vec!["west".to_owned(); 10], "east cools at once");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (_, seen) = until_called(&gw, &m, "pair", "east", 1).await;
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("east"),
+        "back after 1 s"
+    );
+
+    // 500s: east's every call fails, so it cools on its fifth failure, not before.
+    script(&m, json!({"key": "east", "default": {"status": 500}}));
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (statuses, seen) = until_called(&gw, &m, "pair", "east", 5).await;
+    assert_eq!(seen.iter().filter(|d| *d == "east").count(), 5);
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 500).count(),
+        5,
+        "{statuses:?}"
+    );
+    for _ in 0..10 {
+        assert_eq!(chat(&gw, msg("pair")).await.status(), 200);
+    }
+    assert_eq!(
+        calls(&m),
+        vec!["west".to_owned(); 10],
+        "east cools on the fifth"
+    );
+
+    // The only deployment of a group is never cooled by the default rule.
+    script(&m, json!({"key": "solo", "default": {"status": 429}}));
+    for _ in 0..3 {
+        assert_eq!(chat(&gw, msg("solo")).await.status(), 429);
+    }
+    assert_eq!(calls(&m), vec!["solo".to_owned(); 3]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clients_own_short_timeout_does_not_cool_the_deployment() {
     let m = mock().await;

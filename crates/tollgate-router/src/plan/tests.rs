@@ -23,8 +23,13 @@ fn client_errors_are_not_retried_nor_fall_back() {
         fallbacks: fallbacks(&[("a", &["b"])]),
         ..Default::default()
     };
-    let r = router(vec![group("a", &["a1", "a2"]), group("b", &["b1"])], cfg);
     for status in [400u16, 401, 403, 404, 422] {
+        // A fresh router per status: a 401/403/404 also cools its deployment (LiteLLM's
+        // default rule), which is not what this test is about.
+        let r = router(
+            vec![group("a", &["a1", "a2"]), group("b", &["b1"])],
+            cfg.clone(),
+        );
         let class = FailureClass::from_upstream(status, Some("invalid_request_error"), "bad");
         let mut plan = r.plan("a", retries(3)).unwrap();
         let (ids, _) = drive(&mut plan, Instant::now(), |_| fail(class));
@@ -191,6 +196,7 @@ fn exponential_backoff_without_minimum() {
 fn cooled_deployment_skipped_until_cooldown_ends() {
     let cfg = RouterConfig {
         allowed_fails: 2,
+        allowed_fails_configured: true,
         cooldown_time: Duration::from_secs(5),
         ..Default::default()
     };
@@ -231,6 +237,7 @@ fn cooled_deployment_skipped_until_cooldown_ends() {
 fn all_cooling_down_reports_time_until_first_returns() {
     let cfg = RouterConfig {
         allowed_fails: 1,
+        allowed_fails_configured: true,
         cooldown_time: Duration::from_secs(60),
         ..Default::default()
     };
@@ -302,7 +309,8 @@ fn the_only_deployment_is_not_cooled_by_the_default_rule() {
         assert_eq!(ids, vec!["o1", "o1", "o1"], "retried, never cooled");
     }
     assert_eq!(r.state().snapshot(0, t0).cooldown_until, None);
-    // A group of two: the default allowed_fails (3) cools t1 (slot 1) on its third failure.
+    // A group of two, LiteLLM's default rule: t1 (slot 1) fails every call, so it cools once
+    // the minute has 5 finished calls of which more than half failed: on its fifth failure.
     let mut t1_failures = 0;
     for _ in 0..200 {
         let mut plan = r.plan("two", retries(0)).unwrap();
@@ -315,12 +323,21 @@ fn the_only_deployment_is_not_cooled_by_the_default_rule() {
             }
         });
         let cooling = r.state().snapshot(1, t0).cooldown_until.is_some();
-        assert_eq!(cooling, t1_failures >= 3, "after {t1_failures} failures");
+        assert_eq!(cooling, t1_failures >= 5, "after {t1_failures} failures");
         if cooling {
             break;
         }
     }
-    assert_eq!(t1_failures, 3);
+    assert_eq!(t1_failures, 5);
+    // A 429 cools a deployment of a group of two at once (t2, slot 2), and the only
+    // deployment of "one" still is not cooled by one.
+    let mut plan = r.plan("two", retries(0)).unwrap();
+    let (ids, _) = drive(&mut plan, t0, |_| fail(FailureClass::RateLimit));
+    assert_eq!(ids, vec!["t2"], "t1 is cooling");
+    assert!(r.state().snapshot(2, t0).cooldown_until.is_some());
+    let mut plan = r.plan("one", retries(0)).unwrap();
+    drive(&mut plan, t0, |_| fail(FailureClass::RateLimit));
+    assert_eq!(r.state().snapshot(0, t0).cooldown_until, None);
 }
 
 #[test]
@@ -584,6 +601,7 @@ fn memory_flat_across_failing_plans() {
     let cfg = RouterConfig {
         fallbacks: fallbacks(&[("a", &["b"])]),
         allowed_fails: 3,
+        allowed_fails_configured: true,
         cooldown_time: Duration::from_secs(5),
         ..Default::default()
     };
@@ -639,6 +657,7 @@ fn allowed_fails_policy_sets_the_threshold_per_error_class() {
         .unwrap();
     let cfg = RouterConfig {
         allowed_fails: 1,
+        allowed_fails_configured: true,
         allowed_fails_policy: policy,
         cooldown_time: Duration::from_secs(60),
         ..Default::default()

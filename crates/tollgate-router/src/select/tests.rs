@@ -59,6 +59,7 @@ fn next_order_tier_only_when_the_first_is_unavailable() {
     );
     let cfg = RouterConfig {
         allowed_fails: 1,
+        allowed_fails_configured: true,
         cooldown_time: Duration::from_secs(10),
         ..Default::default()
     };
@@ -257,6 +258,7 @@ fn cost_based_picks_cheapest_available() {
     let cfg = RouterConfig {
         strategy: RoutingStrategy::CostBased,
         allowed_fails: 1,
+        allowed_fails_configured: true,
         ..Default::default()
     };
     let r = router(
