@@ -89,6 +89,19 @@ pub struct MockBehaviour {
     pub completion_tokens: Option<u64>,
 }
 
+/// Answer right away, in 4 chunks when streaming, with estimated usage, echoing the last user
+/// message (the `mock/` provider's defaults).
+impl Default for MockBehaviour {
+    fn default() -> Self {
+        MockBehaviour {
+            reply: None,
+            latency_ms: 0,
+            chunks: 4,
+            completion_tokens: None,
+        }
+    }
+}
+
 /// Plain data describing a deployment, as read from config (no validation yet).
 #[derive(Debug, Clone, Default)]
 pub struct DeploymentSpec {
@@ -319,10 +332,11 @@ fn take_mock(
     if provider.dialect != WireDialect::InProcessMock && mock_response.is_none() {
         return None;
     }
+    let defaults = MockBehaviour::default();
     Some(MockBehaviour {
         reply: mock_response,
-        latency_ms: latency.unwrap_or(0),
-        chunks: chunks.unwrap_or(4).clamp(1, 10_000) as usize,
+        latency_ms: latency.unwrap_or(defaults.latency_ms),
+        chunks: chunks.map_or(defaults.chunks, |c| c.clamp(1, 10_000) as usize),
         completion_tokens: completion,
     })
 }

@@ -38,8 +38,9 @@ use tollgate_governance::runtime::{Charge, Principal, RequestFacts, needs_token_
 use tollgate_governance::store::SpendLogRow;
 use tollgate_protocol::ErrorEnvelope;
 use tollgate_protocol::usage::{anthropic_response_usage, openai_response_usage};
-use tollgate_providers::Deployment;
 use tollgate_providers::UpstreamError;
+use tollgate_providers::deployment::MockBehaviour;
+use tollgate_providers::{Deployment, WireDialect};
 use tollgate_router::{FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, RouteError};
 use tollgate_translate::responses_to_chat::ResponseContext;
 use tollgate_translate::{
@@ -647,8 +648,19 @@ async fn attempt_once(
         response_id: None,
     };
 
-    // 5. plan and build the upstream body
-    let plan = plan(endpoint, dep).map_err(GatewayError::from)?;
+    // 5. plan and build the upstream body; a request's own `mock_response` is answered in
+    // process, as by a `mock/` deployment (LiteLLM answers it without calling the provider)
+    let request_mock = req.mock_response.as_ref().map(|reply| MockBehaviour {
+        reply: Some(reply.clone()),
+        ..MockBehaviour::default()
+    });
+    let mock = request_mock.as_ref().or(dep.mock.as_ref());
+    let upstream_dialect = if request_mock.is_some() {
+        WireDialect::InProcessMock
+    } else {
+        dep.dialect()
+    };
+    let plan = plan(endpoint, dep, upstream_dialect).map_err(GatewayError::from)?;
     let created = unix_now();
     // Only Responses API answers carry a gateway-minted id.
     let response_id = if endpoint == Endpoint::Responses {
@@ -710,6 +722,7 @@ async fn attempt_once(
     let client_shortened = timeouts.first_byte < dep.timeouts.first_byte;
     let outgoing = Outgoing {
         path,
+        mock,
         body: upstream_body,
         timeouts,
         extra: &extra,
@@ -860,6 +873,8 @@ async fn attempt_once(
 /// One upstream request, ready to send.
 struct Outgoing<'a> {
     path: &'static str,
+    /// Answer in process instead (a `mock/` deployment or the request's `mock_response`).
+    mock: Option<&'a MockBehaviour>,
     body: Bytes,
     timeouts: tollgate_providers::Timeouts,
     /// Per-request headers (e.g. the client's `anthropic-beta`).
@@ -876,13 +891,14 @@ async fn send(
 ) -> Result<Reply, (GatewayError, FailureClass)> {
     let Outgoing {
         path,
+        mock,
         body,
         timeouts,
         extra,
         call_id,
         client_shortened,
     } = out;
-    if let Some(mock) = &dep.mock {
+    if let Some(mock) = mock {
         let endpoint = match path {
             "/completions" => Endpoint::Completions,
             "/embeddings" => Endpoint::Embeddings,

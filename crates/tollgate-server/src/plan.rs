@@ -68,9 +68,14 @@ pub enum Plan {
     LocalTokenCount,
 }
 
-/// Decides the plan. Errors: an endpoint the deployment's API cannot serve (400).
-pub fn plan(endpoint: Endpoint, dep: &Deployment) -> Result<Plan, ErrorEnvelope> {
-    let upstream = dep.dialect();
+/// Decides the plan for `dep` answering in `upstream`'s dialect: the deployment's own
+/// ([`Deployment::dialect`]), or [`WireDialect::InProcessMock`] when the request's own
+/// `mock_response` answers it. Errors: an endpoint the deployment's API cannot serve (400).
+pub fn plan(
+    endpoint: Endpoint,
+    dep: &Deployment,
+    upstream: WireDialect,
+) -> Result<Plan, ErrorEnvelope> {
     let openai_like = matches!(upstream, WireDialect::OpenAi | WireDialect::InProcessMock);
     Ok(match endpoint {
         Endpoint::ChatCompletions | Endpoint::Completions | Endpoint::Embeddings if openai_like => {

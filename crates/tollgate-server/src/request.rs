@@ -119,6 +119,9 @@ pub struct ParsedRequest<'a> {
     /// Client-requested stream timeout in seconds (body `stream_timeout`): first byte and
     /// idle gap between events.
     pub stream_timeout_s: Option<f64>,
+    /// LiteLLM's per-request `mock_response`: the gateway answers with this text itself
+    /// (usage estimated, no upstream call).
+    pub mock_response: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -161,6 +164,7 @@ impl<'a> ParsedRequest<'a> {
             .unwrap_or(false);
         let timeout_s = body.f64_field("timeout")?;
         let stream_timeout_s = body.f64_field("stream_timeout")?;
+        let mock_response = body.typed_field::<String>("mock_response", "a string")?;
         Ok(Self {
             body,
             model,
@@ -168,6 +172,7 @@ impl<'a> ParsedRequest<'a> {
             include_usage,
             timeout_s,
             stream_timeout_s,
+            mock_response,
         })
     }
 

@@ -558,3 +558,75 @@ async fn responses_follow_ups_and_retrieval_for_translated_models() {
         .unwrap();
     assert_eq!(r.status(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requests_own_mock_response_is_answered_without_the_upstream() {
+    // LiteLLM's per-request `mock_response`: the gateway answers with the text in the
+    // client's dialect, whatever the deployment's, and calls no upstream.
+    let m = mock().await;
+    let gw = Gateway::start(&config(&m.base_url()));
+    let r = openai_post(
+        &gw,
+        "/v1/chat/completions",
+        json!({"model": "gpt-any/mock-gpt", "mock_response": "canned answer",
+               "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "canned answer");
+    assert_eq!(v["usage"]["completion_tokens"], 4); // ceil(13 bytes / 4)
+
+    // Streamed, OpenAI client on an Anthropic deployment: chunks add up to the text.
+    let r = openai_post(
+        &gw,
+        "/v1/chat/completions",
+        json!({"model": "claude", "stream": true, "mock_response": "canned answer",
+               "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let content: String = events(&text)
+        .iter()
+        .filter_map(|(_, v)| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(content, "canned answer");
+
+    // Anthropic client on an Anthropic deployment: a Messages answer.
+    let r = anthropic_post(
+        &gw,
+        json!({"model": "claude", "max_tokens": 20, "mock_response": "canned answer",
+               "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "message");
+    assert_eq!(
+        v["content"],
+        json!([{"type": "text", "text": "canned answer"}])
+    );
+    assert_eq!(v["usage"]["output_tokens"], 4);
+    assert_eq!(m.drain_observations().len(), 0, "no upstream call");
+
+    // Not a string: refused in the client's dialect.
+    let r = anthropic_post(
+        &gw,
+        json!({"model": "claude", "max_tokens": 20, "mock_response": 5,
+               "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(
+        v["error"]["message"],
+        "Invalid type for 'mock_response': expected a string."
+    );
+    assert_eq!(m.drain_observations().len(), 0);
+}
