@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use axum::response::Response;
 use bytes::Bytes;
+use futures_util::future::Either;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
@@ -25,7 +26,8 @@ use crate::routes::{self, BodyError};
 use crate::state::AppState;
 
 /// A hyper service: inference routes into the pipeline, everything else into `router`.
-/// Cloned once per connection (two reference counts).
+/// Cloned once per connection; per request it takes one reference count, to the state or to
+/// the router, whichever branch serves it.
 pub fn gateway_service(
     state: Arc<AppState>,
     router: axum::Router,
@@ -38,17 +40,18 @@ pub fn gateway_service(
 + Send
 + 'static {
     hyper::service::service_fn(move |req: Request<Incoming>| {
-        let state = Arc::clone(&state);
-        let mut router = router.clone();
-        async move {
-            if req.method() == Method::POST
-                && let Some(endpoint) = routes::inference_endpoint(req.uri().path())
-            {
+        if req.method() == Method::POST
+            && let Some(endpoint) = routes::inference_endpoint(req.uri().path())
+        {
+            let state = Arc::clone(&state);
+            Either::Left(async move {
                 let (parts, body) = req.into_parts();
                 let body = read_body(body, state.max_request_bytes).await;
-                return Ok(routes::inference(state, endpoint, parts.headers, body).await);
-            }
-            router.call(req).await
+                Ok(routes::inference(state, endpoint, parts.headers, body).await)
+            })
+        } else {
+            let mut router = router.clone();
+            Either::Right(async move { router.call(req).await })
         }
     })
 }
