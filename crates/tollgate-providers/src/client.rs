@@ -1,6 +1,8 @@
-//! The upstream HTTP client: hyper-util's pooled client (keep-alive, HTTP/2 where the upstream
-//! offers it over TLS by ALPN, TCP_NODELAY — without it small requests wait for the peer's
-//! delayed ACK), one pool per distinct connect timeout (in practice one).
+//! The upstream HTTP client. `https://` upstreams go through hyper-util's pooled client
+//! (keep-alive, HTTP/2 where the upstream offers it over TLS by ALPN, TCP_NODELAY — without it
+//! small requests wait for the peer's delayed ACK), one pool per distinct connect timeout (in
+//! practice one). Plain `http://` upstreams use the gateway's own HTTP/1.1 exchange
+//! ([`crate::h1`]), run by the request's own task.
 //!
 //! hyper-util directly rather than through `reqwest`: reqwest's layers (redirect and retry
 //! policies, URL types) cost ~30 of the ~100 allocations of a forwarded request — header
@@ -19,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use futures_util::future::Either;
 use futures_util::{Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, Uri, header};
 use http_body::Body as _;
@@ -30,6 +33,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::deployment::{Deployment, Timeouts};
+use crate::h1;
 
 /// Which limit expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,12 +121,30 @@ impl UpstreamError {
     fn from_read(e: hyper::Error) -> Self {
         UpstreamError::Read(chain(&e))
     }
+
+    fn from_exchange(e: h1::ExchangeError) -> Self {
+        match e {
+            h1::ExchangeError::ConnectTimeout(limit) => UpstreamError::Timeout {
+                phase: TimeoutPhase::FirstByte,
+                limit_ms: limit.as_millis(),
+            },
+            other => UpstreamError::Connect(other.to_string()),
+        }
+    }
+}
+
+/// One shard: hyper-util pools for `https://` by connect timeout, and the idle connections
+/// of the gateway's own HTTP/1.1 client for `http://`.
+#[derive(Debug, Clone)]
+struct Shard {
+    pools: BTreeMap<Duration, Pool>,
+    plain: h1::Pool,
 }
 
 /// The shared upstream client: per shard (worker thread), one pool per connect timeout.
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
-    shards: Arc<[BTreeMap<Duration, Pool>]>,
+    shards: Arc<[Shard]>,
 }
 
 /// A deployment's upstream URLs, parsed once per path: a URL parse was ~5 % of the gateway's
@@ -189,6 +211,15 @@ pub fn bind_thread_to_shard(index: usize) {
     SHARD.with(|s| s.set(index));
 }
 
+/// Where a response body is read from.
+#[derive(Debug)]
+enum ResponseBody {
+    /// hyper's connection task (`https://`).
+    Hyper(Incoming),
+    /// The request's own task (`http://`).
+    Own(h1::Body),
+}
+
 /// A response whose headers have arrived; the body is read or streamed next.
 #[derive(Debug)]
 pub struct UpstreamResponse {
@@ -196,7 +227,7 @@ pub struct UpstreamResponse {
     pub status: StatusCode,
     /// Upstream headers.
     pub headers: HeaderMap,
-    body: Incoming,
+    body: ResponseBody,
     timeouts: Timeouts,
     started: tokio::time::Instant,
 }
@@ -224,7 +255,7 @@ impl UpstreamClient {
     ///
     /// Errors: [`UpstreamError::Build`] when TLS cannot be set up.
     pub fn with_shards(self, n: usize) -> Result<Self, UpstreamError> {
-        let timeouts: Vec<Duration> = self.shards[0].keys().copied().collect();
+        let timeouts: Vec<Duration> = self.shards[0].pools.keys().copied().collect();
         let mut shards = Vec::with_capacity(n.max(1));
         shards.push(self.shards[0].clone());
         for _ in 1..n {
@@ -246,8 +277,12 @@ impl UpstreamClient {
     /// per-request timeout is never cut short by a shorter connect limit; the first-byte limit
     /// still bounds the whole exchange.
     fn pool(&self, connect: Duration) -> Result<&Pool, UpstreamError> {
-        let shard = SHARD.with(Cell::get) % self.shards.len();
-        pick(&self.shards[shard], connect).ok_or_else(|| UpstreamError::Build("no client".into()))
+        pick(&self.shard().pools, connect).ok_or_else(|| UpstreamError::Build("no client".into()))
+    }
+
+    /// The calling thread's shard.
+    fn shard(&self) -> &Shard {
+        &self.shards[SHARD.with(Cell::get) % self.shards.len()]
     }
 
     /// POSTs `body` (JSON) to `{base_url}{path}` with the deployment's headers plus `extra`
@@ -265,6 +300,17 @@ impl UpstreamClient {
         extra: &[(HeaderName, HeaderValue)],
     ) -> Result<UpstreamResponse, UpstreamError> {
         let uri = deployment.urls.get(&deployment.base_url, path)?;
+        let own = deployment
+            .headers
+            .iter()
+            .filter(|(n, _)| !extra.iter().any(|(e, _)| e == n));
+        if uri.scheme_str() == Some("http") {
+            let fields = std::iter::once((&CONTENT_TYPE, &APPLICATION_JSON))
+                .chain(own.chain(extra).map(|(n, v)| (n, v)));
+            return self
+                .send_plain(&Method::POST, &uri, fields, body, timeouts)
+                .await;
+        }
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = Method::POST;
         *req.uri_mut() = uri;
@@ -274,10 +320,6 @@ impl UpstreamClient {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        let own = deployment
-            .headers
-            .iter()
-            .filter(|(n, _)| !extra.iter().any(|(e, _)| e == n));
         for (name, value) in own.chain(extra) {
             h.append(name.clone(), value.clone());
         }
@@ -295,6 +337,12 @@ impl UpstreamClient {
         timeouts: Timeouts,
     ) -> Result<UpstreamResponse, UpstreamError> {
         let uri = parse_upstream_uri(format!("{}{}", deployment.base_url, path))?;
+        if uri.scheme_str() == Some("http") {
+            let fields = deployment.headers.iter().map(|(n, v)| (n, v));
+            return self
+                .send_plain(&Method::GET, &uri, fields, Bytes::new(), timeouts)
+                .await;
+        }
         let mut req = Request::new(Full::new(Bytes::new()));
         *req.uri_mut() = uri;
         let h = req.headers_mut();
@@ -304,6 +352,44 @@ impl UpstreamClient {
         self.send(req, timeouts).await
     }
 
+    /// One exchange with a plain `http://` upstream on the gateway's own HTTP/1.1 client,
+    /// bounded by the first-byte limit until the response head.
+    async fn send_plain<'a>(
+        &self,
+        method: &'a Method,
+        uri: &'a Uri,
+        fields: impl Iterator<Item = (&'a HeaderName, &'a HeaderValue)>,
+        body: Bytes,
+        timeouts: Timeouts,
+    ) -> Result<UpstreamResponse, UpstreamError> {
+        let started = tokio::time::Instant::now();
+        let out = h1::Outgoing {
+            method,
+            uri,
+            fields,
+            body,
+        };
+        let exchange = h1::send(&self.shard().plain, out, timeouts.connect);
+        let (head, body) = match tokio::time::timeout(timeouts.first_byte, exchange).await {
+            Err(_) => {
+                return Err(UpstreamError::Timeout {
+                    phase: TimeoutPhase::FirstByte,
+                    limit_ms: timeouts.first_byte.as_millis(),
+                });
+            }
+            Ok(r) => r.map_err(UpstreamError::from_exchange)?,
+        };
+        Ok(UpstreamResponse {
+            status: head.status,
+            headers: head.headers,
+            body: ResponseBody::Own(body),
+            timeouts,
+            started,
+        })
+    }
+
+    /// One exchange on hyper-util's client (`https://`), bounded by the first-byte limit
+    /// until the response head.
     async fn send(
         &self,
         req: Request<Full<Bytes>>,
@@ -324,7 +410,7 @@ impl UpstreamClient {
         Ok(UpstreamResponse {
             status: parts.status,
             headers: parts.headers,
-            body,
+            body: ResponseBody::Hyper(body),
             timeouts,
             started,
         })
@@ -338,8 +424,7 @@ impl UpstreamClient {
 /// status), [`UpstreamError::Timeout`], [`UpstreamError::TooLarge`], [`UpstreamError::Read`].
 pub async fn fetch(url: &str, limit: usize, timeout: Duration) -> Result<Bytes, UpstreamError> {
     let pool = build(crate::deployment::DEFAULT_CONNECT_TIMEOUT)?;
-    let mut req = Request::new(Full::new(Bytes::new()));
-    *req.uri_mut() = parse_upstream_uri(url.to_owned())?;
+    let uri = parse_upstream_uri(url.to_owned())?;
     let timeouts = Timeouts {
         connect: crate::deployment::DEFAULT_CONNECT_TIMEOUT.min(timeout),
         first_byte: timeout,
@@ -347,9 +432,26 @@ pub async fn fetch(url: &str, limit: usize, timeout: Duration) -> Result<Bytes, 
         total: timeout,
     };
     let client = UpstreamClient {
-        shards: Arc::from(vec![BTreeMap::from([(timeouts.connect, pool)])]),
+        shards: Arc::from(vec![Shard {
+            pools: BTreeMap::from([(timeouts.connect, pool)]),
+            plain: h1::Pool::default(),
+        }]),
     };
-    let resp = client.send(req, timeouts).await?;
+    let resp = if uri.scheme_str() == Some("http") {
+        client
+            .send_plain(
+                &Method::GET,
+                &uri,
+                std::iter::empty(),
+                Bytes::new(),
+                timeouts,
+            )
+            .await?
+    } else {
+        let mut req = Request::new(Full::new(Bytes::new()));
+        *req.uri_mut() = uri;
+        client.send(req, timeouts).await?
+    };
     if !resp.status.is_success() {
         return Err(UpstreamError::Connect(format!(
             "the server answered HTTP {}",
@@ -367,11 +469,18 @@ fn pick<V>(m: &BTreeMap<Duration, V>, connect: Duration) -> Option<&V> {
         .or_else(|| m.values().next_back())
 }
 
-fn build_shard(
-    connect_timeouts: impl Iterator<Item = Duration>,
-) -> Result<BTreeMap<Duration, Pool>, UpstreamError> {
-    connect_timeouts.map(|t| Ok((t, build(t)?))).collect()
+fn build_shard(connect_timeouts: impl Iterator<Item = Duration>) -> Result<Shard, UpstreamError> {
+    Ok(Shard {
+        pools: connect_timeouts
+            .map(|t| Ok((t, build(t)?)))
+            .collect::<Result<_, UpstreamError>>()?,
+        plain: h1::Pool::default(),
+    })
 }
+
+/// `content-type: application/json`, shared by every JSON request.
+static CONTENT_TYPE: HeaderName = header::CONTENT_TYPE;
+static APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// One pool. Idle connections are kept 90 s (most providers close theirs after 60–120 s of
 /// silence), up to 1,024 per host. A provider's redirect is the client's business: none is
@@ -406,17 +515,18 @@ impl UpstreamResponse {
     pub async fn read_body(self, limit: usize) -> Result<Bytes, UpstreamError> {
         let total = self.timeouts.total;
         let deadline = self.started + total;
-        let mut body = self.body;
+        let exact = match &self.body {
+            ResponseBody::Hyper(b) => b.size_hint().exact(),
+            ResponseBody::Own(b) => b.exact_len(),
+        };
+        let mut body = self.into_stream();
         let read = async move {
-            let exact = body.size_hint().exact();
             if exact.is_some_and(|len| len > limit as u64) {
                 return Err(UpstreamError::TooLarge { limit });
             }
             let mut buf = BytesMut::new();
-            while let Some(frame) = body.frame().await {
-                let Ok(chunk) = frame.map_err(UpstreamError::from_read)?.into_data() else {
-                    continue; // trailers
-                };
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk?;
                 if buf.len() + chunk.len() > limit {
                     return Err(UpstreamError::TooLarge { limit });
                 }
@@ -440,9 +550,15 @@ impl UpstreamResponse {
     /// The body as a stream of network reads (trailers skipped). The caller applies the idle
     /// limit ([`Timeouts::idle`]); dropping the stream closes the upstream connection.
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, UpstreamError>> + Send + 'static {
-        self.body
-            .into_data_stream()
-            .map(|r| r.map_err(UpstreamError::from_read))
+        match self.body {
+            ResponseBody::Hyper(b) => Either::Left(
+                b.into_data_stream()
+                    .map(|r| r.map_err(UpstreamError::from_read)),
+            ),
+            ResponseBody::Own(b) => {
+                Either::Right(b.map(|r| r.map_err(|e| UpstreamError::Read(e.to_string()))))
+            }
+        }
     }
 
     /// The limits this exchange runs under.
@@ -500,7 +616,7 @@ mod pick_tests {
                 bind_thread_to_shard(i);
                 let shard = SHARD.with(Cell::get) % c.shards.len();
                 // The pick is the shard's own client object.
-                std::ptr::eq(c.pool(t).unwrap(), &c.shards[shard][&t]) as usize * 10 + shard
+                std::ptr::eq(c.pool(t).unwrap(), &c.shards[shard].pools[&t]) as usize * 10 + shard
             })
             .join()
             .unwrap()

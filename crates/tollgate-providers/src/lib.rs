@@ -7,9 +7,12 @@
 //!   request defaults, timeouts).
 //! - [`client`]: the one pooled upstream HTTP client (keep-alive, HTTP/2 via ALPN, TCP_NODELAY),
 //!   with separate connect / first-byte / idle-gap / total timeouts and a response size bound.
+//! - `h1`: the HTTP/1.1 exchange the client runs for plain `http://` upstreams in the
+//!   request's own task.
 
 pub mod client;
 pub mod deployment;
+mod h1;
 pub mod table;
 
 pub use client::{UpstreamClient, UpstreamError, UpstreamResponse, bind_thread_to_shard};

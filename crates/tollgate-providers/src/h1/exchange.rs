@@ -1,0 +1,204 @@
+//! One request–response exchange on a pooled or new connection, driven by the calling task.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderName, HeaderValue, Method, Uri};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use super::body::{Body, Conn, READ_BYTES};
+use super::head::{self, Head, Parsed};
+use super::pool::Pool;
+
+/// Bodies up to this size are copied behind the head and sent in one write.
+const COALESCE_BYTES: usize = 64 * 1024;
+
+/// A failed exchange, before the response head was complete.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ExchangeError {
+    /// No connection could be made within the limit.
+    #[error("could not connect within {} ms", .0.as_millis())]
+    ConnectTimeout(Duration),
+    /// No connection could be made.
+    #[error("tcp connect error: {0}")]
+    Connect(std::io::Error),
+    /// Writing the request or reading the head failed.
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// The connection closed before a complete response head.
+    #[error("the upstream closed the connection before sending a response")]
+    Closed,
+    /// The response head was unusable.
+    #[error(transparent)]
+    Head(#[from] head::HeadError),
+}
+
+/// What to send: the request line's method and target, the header fields besides `host` and
+/// `content-length`, and the whole body (`content-length` is sent when the method carries
+/// one, even when it is empty).
+pub(crate) struct Outgoing<'r, F> {
+    pub method: &'r Method,
+    pub uri: &'r Uri,
+    pub fields: F,
+    pub body: Bytes,
+}
+
+/// Sends the request on an idle connection to the URI's host when one is kept, else on a
+/// new one (`connect_limit` bounds the connect), and reads the response head.
+///
+/// A kept connection the peer closed while it was idle is replaced by a new one, once, when
+/// the request cannot have been processed: the write failed, or (for `GET`/`HEAD` only) the
+/// connection ended before any byte of a response. A `POST` that was written is never sent
+/// twice: the peer may have acted on it (a model call is paid for). The same rule as Go's
+/// `net/http` transport; such a failure is the caller's to retry.
+///
+/// Errors: [`ExchangeError`]; the caller bounds the whole call by its first-byte limit.
+pub(crate) async fn send<'a, F>(
+    pool: &Pool,
+    out: Outgoing<'_, F>,
+    connect_limit: Duration,
+) -> Result<(Head, Body), ExchangeError>
+where
+    F: Iterator<Item = (&'a HeaderName, &'a HeaderValue)>,
+{
+    let Some(authority) = out.uri.authority().cloned() else {
+        return Err(ExchangeError::Head(head::HeadError::Malformed("no host")));
+    };
+    let with_body = out.method != Method::GET && out.method != Method::HEAD;
+    let mut request = BytesMut::with_capacity(512 + out.body.len().min(COALESCE_BYTES));
+    head::encode_request(
+        &mut request,
+        out.method,
+        out.uri,
+        (with_body || !out.body.is_empty()).then_some(out.body.len()),
+        out.fields,
+    );
+    let body = if out.body.len() <= COALESCE_BYTES {
+        request.extend_from_slice(&out.body);
+        Bytes::new()
+    } else {
+        out.body
+    };
+    let request = request.freeze();
+    if let Some(stream) = pool.take(&authority) {
+        let conn = Conn {
+            stream,
+            buf: BytesMut::new(),
+            pool: pool.clone(),
+            authority: authority.clone(),
+        };
+        match exchange(conn, &request, &body, out.method).await {
+            Err(Attempt::Stale(_)) => {} // replaced below
+            Err(Attempt::Failed(e)) => return Err(e),
+            Ok(done) => return Ok(done),
+        }
+    }
+    let stream = connect(out.uri, connect_limit).await?;
+    let conn = Conn {
+        stream,
+        buf: BytesMut::new(),
+        pool: pool.clone(),
+        authority,
+    };
+    exchange(conn, &request, &body, out.method)
+        .await
+        .map_err(|e| match e {
+            Attempt::Stale(e) | Attempt::Failed(e) => e,
+        })
+}
+
+enum Attempt {
+    /// The connection was found closed before the request could have been processed: it can
+    /// go on another connection.
+    Stale(ExchangeError),
+    /// The exchange failed.
+    Failed(ExchangeError),
+}
+
+async fn exchange(
+    mut conn: Conn,
+    request: &[u8],
+    body: &[u8],
+    method: &Method,
+) -> Result<(Head, Body), Attempt> {
+    let written = async {
+        conn.stream.write_all(request).await?;
+        if !body.is_empty() {
+            conn.stream.write_all(body).await?;
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    if let Err(e) = written.await {
+        return Err(Attempt::Stale(ExchangeError::Io(e)));
+    }
+    let replayable = method == Method::GET || method == Method::HEAD;
+    loop {
+        match head::parse_response(&mut conn.buf, method).map_err(|e| Attempt::Failed(e.into()))? {
+            Parsed::Final(head) => {
+                let body = Body::new(conn, head.framing, head.keep_alive);
+                return Ok((head, body));
+            }
+            Parsed::Interim => continue,
+            Parsed::Partial => {}
+        }
+        if conn.buf.capacity() - conn.buf.len() < READ_BYTES / 4 {
+            conn.buf.reserve(READ_BYTES);
+        }
+        let nothing_yet = conn.buf.is_empty();
+        match tokio::io::AsyncReadExt::read_buf(&mut conn.stream, &mut conn.buf).await {
+            Ok(0) if nothing_yet && replayable => {
+                return Err(Attempt::Stale(ExchangeError::Closed));
+            }
+            Ok(0) => return Err(Attempt::Failed(ExchangeError::Closed)),
+            Ok(_) => {}
+            Err(e) if nothing_yet && replayable && is_reset(&e) => {
+                return Err(Attempt::Stale(ExchangeError::Io(e)));
+            }
+            Err(e) => return Err(Attempt::Failed(ExchangeError::Io(e))),
+        }
+    }
+}
+
+fn is_reset(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+    )
+}
+
+/// A new connection to the URI's host and port (80 when absent), with TCP_NODELAY: small
+/// requests would otherwise wait for the peer's delayed ACK. Every resolved address is tried
+/// in turn within `limit`.
+async fn connect(uri: &Uri, limit: Duration) -> Result<TcpStream, ExchangeError> {
+    let host = uri.host().unwrap_or_default();
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let port = uri.port_u16().unwrap_or(80);
+    let attempt = async {
+        let mut last = None;
+        for addr in tokio::net::lookup_host((host, port))
+            .await
+            .map_err(ExchangeError::Connect)?
+        {
+            match TcpStream::connect(addr).await {
+                Ok(s) => {
+                    s.set_nodelay(true).map_err(ExchangeError::Connect)?;
+                    return Ok(s);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(ExchangeError::Connect(last.unwrap_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the host name resolved to no address",
+            )
+        })))
+    };
+    tokio::time::timeout(limit, attempt)
+        .await
+        .map_err(|_| ExchangeError::ConnectTimeout(limit))?
+}
