@@ -16,6 +16,10 @@ use super::pool::Pool;
 /// Bytes reserved for each read from the upstream.
 pub(crate) const READ_BYTES: usize = 8 * 1024;
 
+/// The most body bytes a dropped [`Body`] still reads (without waiting) to reach its end and
+/// keep the connection.
+const DRAIN_ON_DROP_BYTES: usize = 64 * 1024;
+
 /// A connection in use: the socket, what was read and not yet consumed, and where it goes
 /// back when the exchange ends cleanly.
 #[derive(Debug)]
@@ -47,7 +51,11 @@ pub(crate) enum BodyError {
     Chunked(#[from] super::chunked::ChunkedError),
 }
 
-/// The response body. Dropping it before its end closes the connection.
+/// The response body. Dropped before its end, it still consumes what has already arrived, up
+/// to [`DRAIN_ON_DROP_BYTES`] and without waiting: a stream relay stops reading at
+/// `data: [DONE]`, and the chunked coding's last chunk usually sits right behind it, so the
+/// connection is kept. When the end has not arrived the connection is closed, which is also
+/// what tells a model server that a client that went away no longer wants the rest.
 #[derive(Debug)]
 pub(crate) struct Body {
     conn: Option<Conn>,
@@ -126,6 +134,35 @@ impl Body {
                     Some(Err(e.into()))
                 }
             },
+        }
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        let mut budget = DRAIN_ON_DROP_BYTES;
+        loop {
+            match self.decode() {
+                Some(Ok(Some(data))) if data.len() <= budget => {
+                    budget -= data.len();
+                    continue;
+                }
+                // Ended (and put back), broken, or too much left.
+                Some(_) => return,
+                None => {}
+            }
+            let Some(conn) = self.conn.as_mut() else {
+                return;
+            };
+            if matches!(self.decode, Decode::UntilClose) {
+                return;
+            }
+            conn.buf.reserve(READ_BYTES);
+            // Without waiting: `WouldBlock` (nothing more yet), EOF and errors all close it.
+            match conn.stream.try_read_buf(&mut conn.buf) {
+                Ok(n) if n > 0 => {}
+                _ => return,
+            }
         }
     }
 }

@@ -290,6 +290,27 @@ async fn only_a_body_read_to_its_end_returns_its_connection() {
 }
 
 #[tokio::test]
+async fn a_stream_dropped_at_its_last_event_keeps_its_connection() {
+    // An SSE relay stops at `data: [DONE]`; the terminating chunk came in the same read.
+    let sse: &[u8] =
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n\
+        10\r\ndata: {\"a\": 1}\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
+    let s = server(vec![Reply::Send(sse), Reply::Send(OK_HELLO)]).await;
+    let pool = Pool::default();
+    let (_, mut body) = post(&pool, &s.uri, "{}").await.unwrap();
+    assert_eq!(
+        &body.next().await.unwrap().unwrap()[..],
+        b"data: {\"a\": 1}\n\n"
+    );
+    drop(body);
+    assert_eq!(pool.idle_count(&authority(&s.uri)), 1);
+    let (_, body) = post(&pool, &s.uri, "{}").await.unwrap();
+    assert_eq!(collect(body).await.unwrap(), b"\"hello\"");
+    let conns: Vec<usize> = s.seen.lock().unwrap().iter().map(|(c, _)| *c).collect();
+    assert_eq!(conns, [0, 0]);
+}
+
+#[tokio::test]
 async fn interim_answers_are_skipped_and_a_close_delimited_body_is_read_whole() {
     let s = server(vec![Reply::SendClose(
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\r\noverloaded",
