@@ -16,8 +16,8 @@ use super::pool::Pool;
 /// Bytes reserved for each read from the upstream.
 pub(crate) const READ_BYTES: usize = 8 * 1024;
 
-/// The most body bytes a dropped [`Body`] still reads (without waiting) to reach its end and
-/// keep the connection.
+/// The most bytes a dropped [`Body`] still reads from the socket (without waiting) to reach
+/// its end and keep the connection.
 const DRAIN_ON_DROP_BYTES: usize = 64 * 1024;
 
 /// A connection in use: the socket, what was read and not yet consumed, and where it goes
@@ -140,14 +140,12 @@ impl Body {
 
 impl Drop for Body {
     fn drop(&mut self) {
+        // Counted in bytes read, not in data decoded: chunk framing is not free to parse.
         let mut budget = DRAIN_ON_DROP_BYTES;
         loop {
             match self.decode() {
-                Some(Ok(Some(data))) if data.len() <= budget => {
-                    budget -= data.len();
-                    continue;
-                }
-                // Ended (and put back), broken, or too much left.
+                Some(Ok(Some(_))) => continue,
+                // Ended (and put back), or broken.
                 Some(_) => return,
                 None => {}
             }
@@ -160,7 +158,8 @@ impl Drop for Body {
             conn.buf.reserve(READ_BYTES);
             // Without waiting: `WouldBlock` (nothing more yet), EOF and errors all close it.
             match conn.stream.try_read_buf(&mut conn.buf) {
-                Ok(n) if n > 0 => {}
+                Ok(n) if n > 0 && n <= budget => budget -= n,
+                // Nothing more yet, EOF, an error, or too much left.
                 _ => return,
             }
         }

@@ -126,21 +126,33 @@ fn take_line(buf: &mut BytesMut) -> Result<Option<BytesMut>, ChunkedError> {
 /// The hex size at the start of a chunk-size line, before any `;extension` (and the
 /// whitespace allowed before it).
 fn parse_size(line: &[u8]) -> Result<u64, ChunkedError> {
+    let invalid = ChunkedError("invalid chunk size");
     let line = &line[..line.len() - 2];
     let end = line
         .iter()
         .position(|b| !b.is_ascii_hexdigit())
         .unwrap_or(line.len());
-    if end == 0 || end > 16 {
-        return Err(ChunkedError("invalid chunk size"));
+    if end == 0 {
+        return Err(invalid);
     }
-    let rest = line[end..].trim_ascii_start();
-    if !rest.is_empty() && rest[0] != b';' {
-        return Err(ChunkedError("invalid chunk size"));
+    // Only spaces and tabs may stand before an extension (RFC 9110 §5.6.3 "BWS").
+    let rest = &line[end..];
+    let ext = rest.iter().position(|b| *b != b' ' && *b != b'\t');
+    if !rest.is_empty() && ext.is_none_or(|i| rest[i] != b';') {
+        return Err(invalid);
     }
-    let digits =
-        std::str::from_utf8(&line[..end]).map_err(|_| ChunkedError("invalid chunk size"))?;
-    u64::from_str_radix(digits, 16).map_err(|_| ChunkedError("invalid chunk size"))
+    // Leading zeros are allowed; what is left must fit in 64 bits.
+    let digits = &line[..end];
+    let significant = &digits[digits.iter().position(|d| *d != b'0').unwrap_or(end)..];
+    if significant.len() > 16 {
+        return Err(invalid);
+    }
+    significant
+        .iter()
+        .try_fold(0u64, |n, d| {
+            Some(n << 4 | u64::from(char::from(*d).to_digit(16)?))
+        })
+        .ok_or(invalid)
 }
 
 #[cfg(test)]
@@ -175,7 +187,7 @@ mod tests {
 
     #[test]
     fn decodes_whatever_way_the_bytes_arrive() {
-        let body = b"5\r\nhello\r\n1;ext=\"a\"\r\n \r\n10\r\n0123456789abcdef\r\n0\r\nx-usage: 3\r\n\r\nNEXT";
+        let body = b"5\r\nhello\r\n1 \t;ext=\"a\"\r\n \r\n000000000000000010\r\n0123456789abcdef\r\n0\r\nx-usage: 3\r\n\r\nNEXT";
         for step in [1, 2, 3, 7, body.len()] {
             let (data, done, rest) = decode_in_steps(body, step).unwrap();
             assert_eq!(data, b"hello 0123456789abcdef", "step {step}");
@@ -202,6 +214,8 @@ mod tests {
             (b"\r\n", "invalid chunk size"),
             (b"5 x\r\nhello\r\n", "invalid chunk size"),
             (b"11111111111111111\r\n", "invalid chunk size"),
+            (b"5\r\r\nhello\r\n", "invalid chunk size"),
+            (b"5 \r\nhello\r\n", "invalid chunk size"),
             (b"5\nhello", "line not ended by CRLF"),
             (b"5\r\nhelloXX0\r\n\r\n", "chunk data not followed by CRLF"),
         ] {

@@ -116,46 +116,97 @@ enum Attempt {
     Failed(ExchangeError),
 }
 
+/// Writes the request while reading the response head: a server may answer before it has
+/// read the whole body (a 413 or 401 to a multi-megabyte upload) and then stop reading or
+/// close (RFC 9112 §9.5). The answer is taken as it is, sending stops, and the connection is
+/// not kept unless the whole request went out.
 async fn exchange(
     mut conn: Conn,
     request: &[u8],
     body: &[u8],
     method: &Method,
 ) -> Result<(Head, Body), Attempt> {
-    let written = async {
-        conn.stream.write_all(request).await?;
-        if !body.is_empty() {
-            conn.stream.write_all(body).await?;
-        }
-        Ok::<_, std::io::Error>(())
+    let (sent, head) = {
+        let (mut rd, mut wr) = conn.stream.split();
+        let write = async {
+            wr.write_all(request).await?;
+            if !body.is_empty() {
+                wr.write_all(body).await?;
+            }
+            Ok::<_, std::io::Error>(())
+        };
+        let read = read_head(&mut rd, &mut conn.buf, method);
+        tokio::pin!(write, read);
+        let mut sent: Option<std::io::Result<()>> = None;
+        let head = loop {
+            tokio::select! {
+                biased;
+                r = &mut write, if sent.is_none() => sent = Some(r),
+                h = &mut read => break h,
+            }
+        };
+        (sent, head)
     };
-    if let Err(e) = written.await {
-        return Err(Attempt::Stale(ExchangeError::Io(e)));
-    }
     let replayable = method == Method::GET || method == Method::HEAD;
+    match (head, sent) {
+        (Ok(mut head), sent) => {
+            // Part of the body is still unsent: the connection cannot carry another request.
+            head.keep_alive &= matches!(sent, Some(Ok(())));
+            let body = Body::new(conn, head.framing, head.keep_alive);
+            Ok((head, body))
+        }
+        // The request did not fully go out, and nothing came back: it cannot have been
+        // processed (its length was announced).
+        (Err(fail), Some(Err(e))) if !fail.received => Err(Attempt::Stale(ExchangeError::Io(e))),
+        (Err(fail), _) if !fail.received && fail.closed && replayable => {
+            Err(Attempt::Stale(fail.error))
+        }
+        (Err(fail), _) => Err(Attempt::Failed(fail.error)),
+    }
+}
+
+/// Why no response head was read.
+struct ReadFail {
+    error: ExchangeError,
+    /// Some bytes of a response (an interim one included) had arrived.
+    received: bool,
+    /// The connection ended (EOF or reset).
+    closed: bool,
+}
+
+/// Reads until a final response head is complete, skipping interim (1xx) ones.
+async fn read_head(
+    rd: &mut tokio::net::tcp::ReadHalf<'_>,
+    buf: &mut BytesMut,
+    method: &Method,
+) -> Result<Head, ReadFail> {
+    let mut received = false;
+    let fail = |error, received, closed| ReadFail {
+        error,
+        received,
+        closed,
+    };
     loop {
-        match head::parse_response(&mut conn.buf, method).map_err(|e| Attempt::Failed(e.into()))? {
-            Parsed::Final(head) => {
-                let body = Body::new(conn, head.framing, head.keep_alive);
-                return Ok((head, body));
+        match head::parse_response(buf, method) {
+            Ok(Parsed::Final(head)) => return Ok(head),
+            Ok(Parsed::Interim) => {
+                received = true;
+                continue;
             }
-            Parsed::Interim => continue,
-            Parsed::Partial => {}
+            Ok(Parsed::Partial) => {}
+            Err(e) => return Err(fail(e.into(), received, false)),
         }
-        if conn.buf.capacity() - conn.buf.len() < READ_BYTES / 4 {
-            conn.buf.reserve(READ_BYTES);
+        received |= !buf.is_empty();
+        if buf.capacity() - buf.len() < READ_BYTES / 4 {
+            buf.reserve(READ_BYTES);
         }
-        let nothing_yet = conn.buf.is_empty();
-        match tokio::io::AsyncReadExt::read_buf(&mut conn.stream, &mut conn.buf).await {
-            Ok(0) if nothing_yet && replayable => {
-                return Err(Attempt::Stale(ExchangeError::Closed));
-            }
-            Ok(0) => return Err(Attempt::Failed(ExchangeError::Closed)),
+        match tokio::io::AsyncReadExt::read_buf(rd, buf).await {
+            Ok(0) => return Err(fail(ExchangeError::Closed, received, true)),
             Ok(_) => {}
-            Err(e) if nothing_yet && replayable && is_reset(&e) => {
-                return Err(Attempt::Stale(ExchangeError::Io(e)));
+            Err(e) => {
+                let closed = is_reset(&e);
+                return Err(fail(ExchangeError::Io(e), received, closed));
             }
-            Err(e) => return Err(Attempt::Failed(ExchangeError::Io(e))),
         }
     }
 }

@@ -74,7 +74,12 @@ pub(crate) fn encode_request<'a>(
 ) {
     out.put_slice(method.as_str().as_bytes());
     out.put_u8(b' ');
-    out.put_slice(uri.path_and_query().map_or("/", |p| p.as_str()).as_bytes());
+    // Origin form (RFC 9112 §3.2.1): the path, never empty, then the query.
+    out.put_slice(uri.path().as_bytes());
+    if let Some(query) = uri.query() {
+        out.put_u8(b'?');
+        out.put_slice(query.as_bytes());
+    }
     out.put_slice(b" HTTP/1.1\r\nhost: ");
     out.put_slice(uri.host().unwrap_or_default().as_bytes());
     if let Some(port) = uri.port_u16().filter(|p| *p != 80) {
@@ -199,13 +204,14 @@ fn framing(
     if headers.contains_key(header::TRANSFER_ENCODING) {
         // The last coding decides; a `content-length` beside it is ignored, and the
         // connection is not reused after such a message (§6.3 rule 3).
-        let last = headers
-            .get_all(header::TRANSFER_ENCODING)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .rfind(|c| !c.is_empty());
+        let mut codings = Vec::new();
+        for value in headers.get_all(header::TRANSFER_ENCODING) {
+            let text = value
+                .to_str()
+                .map_err(|_| HeadError::Malformed("invalid transfer-encoding"))?;
+            codings.extend(text.split(',').map(str::trim).filter(|c| !c.is_empty()));
+        }
+        let last = codings.last();
         let chunked = last.is_some_and(|c| c.eq_ignore_ascii_case("chunked"));
         let reuse = chunked && !headers.contains_key(header::CONTENT_LENGTH);
         return Ok(if chunked {
@@ -308,6 +314,10 @@ mod tests {
             &out[..],
             b"POST /x HTTP/1.1\r\nhost: [::1]\r\ncontent-length: 0\r\n\r\n"
         );
+        let mut out = BytesMut::new();
+        let uri: Uri = "http://h?key=1".parse().unwrap();
+        encode_request(&mut out, &Method::GET, &uri, None, std::iter::empty());
+        assert_eq!(&out[..], b"GET /?key=1 HTTP/1.1\r\nhost: h\r\n\r\n");
     }
 
     #[test]
@@ -389,6 +399,7 @@ mod tests {
             "HTTP/1.1 200 OK\r\ncontent-length: -1\r\n\r\n",
             "HTTP/1.1 200 OK\r\ncontent-length: 99999999999999999999\r\n\r\n",
             "HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\n",
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\ntransfer-encoding: gzip\u{80}\r\n\r\n",
         ] {
             assert!(matches!(head(bad), Err(HeadError::Malformed(_))), "{bad}");
         }

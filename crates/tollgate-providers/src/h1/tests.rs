@@ -311,6 +311,47 @@ async fn a_stream_dropped_at_its_last_event_keeps_its_connection() {
 }
 
 #[tokio::test]
+async fn an_answer_before_the_whole_body_was_sent_is_taken() {
+    // The server answers after the head and then neither reads nor closes: a client that
+    // wrote the whole 4 MiB first would wait until its timeout.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            sock.read_exact(&mut byte).await.unwrap();
+            head.push(byte[0]);
+        }
+        sock.write_all(b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 9\r\n\r\ntoo large")
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    });
+    let pool = Pool::default();
+    let uri: Uri = format!("{base}/v1/chat/completions").parse().unwrap();
+    let exchange = send(
+        &pool,
+        Outgoing {
+            method: &Method::POST,
+            uri: &uri,
+            fields: std::iter::empty(),
+            body: Bytes::from(vec![b'x'; 4 << 20]),
+        },
+        Duration::from_secs(2),
+    );
+    let (head, body) = tokio::time::timeout(Duration::from_secs(2), exchange)
+        .await
+        .expect("answered before the body was sent")
+        .unwrap();
+    assert_eq!(head.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(!head.keep_alive);
+    assert_eq!(collect(body).await.unwrap(), b"too large");
+    assert_eq!(pool.idle_count(&authority(&base)), 0);
+}
+
+#[tokio::test]
 async fn interim_answers_are_skipped_and_a_close_delimited_body_is_read_whole() {
     let s = server(vec![Reply::SendClose(
         b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\r\noverloaded",
