@@ -219,8 +219,9 @@ fn is_reset(e: &std::io::Error) -> bool {
 }
 
 /// A new connection to the URI's host and port (80 when absent), with TCP_NODELAY: small
-/// requests would otherwise wait for the peer's delayed ACK. Every resolved address is tried
-/// in turn within `limit`.
+/// requests would otherwise wait for the peer's delayed ACK. The resolved addresses are tried
+/// in turn, each with an equal share of what is left of `limit` (as hyper-util's connector
+/// does), so an address that drops packets cannot use up the whole limit.
 async fn connect(uri: &Uri, limit: Duration) -> Result<TcpStream, ExchangeError> {
     let host = uri.host().unwrap_or_default();
     let host = host
@@ -228,18 +229,28 @@ async fn connect(uri: &Uri, limit: Duration) -> Result<TcpStream, ExchangeError>
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
     let port = uri.port_u16().unwrap_or(80);
+    let deadline = tokio::time::Instant::now() + limit;
     let attempt = async {
         let mut last = None;
-        for addr in tokio::net::lookup_host((host, port))
+        let addrs: Vec<_> = tokio::net::lookup_host((host, port))
             .await
             .map_err(ExchangeError::Connect)?
-        {
-            match TcpStream::connect(addr).await {
-                Ok(s) => {
+            .collect();
+        for (i, addr) in addrs.iter().enumerate() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let share = left / u32::try_from(addrs.len() - i).unwrap_or(u32::MAX);
+            match tokio::time::timeout(share, TcpStream::connect(addr)).await {
+                Ok(Ok(s)) => {
                     s.set_nodelay(true).map_err(ExchangeError::Connect)?;
                     return Ok(s);
                 }
-                Err(e) => last = Some(e),
+                Ok(Err(e)) => last = Some(e),
+                Err(_) => {
+                    last = Some(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "connect timed out",
+                    ));
+                }
             }
         }
         Err(ExchangeError::Connect(last.unwrap_or_else(|| {
@@ -249,7 +260,12 @@ async fn connect(uri: &Uri, limit: Duration) -> Result<TcpStream, ExchangeError>
             )
         })))
     };
-    tokio::time::timeout(limit, attempt)
-        .await
-        .map_err(|_| ExchangeError::ConnectTimeout(limit))?
+    match tokio::time::timeout_at(deadline, attempt).await {
+        // Every address (or the last one tried) timed out, or the lookup used up the limit.
+        Ok(Err(ExchangeError::Connect(e))) if e.kind() == std::io::ErrorKind::TimedOut => {
+            Err(ExchangeError::ConnectTimeout(limit))
+        }
+        Ok(r) => r,
+        Err(_) => Err(ExchangeError::ConnectTimeout(limit)),
+    }
 }
