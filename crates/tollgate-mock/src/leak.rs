@@ -13,6 +13,8 @@ pub const INTERNAL_FIELDS: &[&str] = &[
     "model_info",
     "mock_response",
     "mock_testing_fallbacks",
+    "mock_testing_context_fallbacks",
+    "mock_testing_content_policy_fallbacks",
     "mock_timeout",
     "fallbacks",
     "context_window_fallbacks",

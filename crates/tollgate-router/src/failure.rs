@@ -132,6 +132,14 @@ pub enum Outcome {
     },
     /// The client went away; the plan ends and nothing is held against the deployment.
     ClientCancelled,
+    /// A failure the request asked for instead of calling the upstream (LiteLLM's
+    /// `mock_testing_fallbacks` and its context-window and content-policy variants, raised
+    /// before retries in `Router.async_function_with_fallbacks`): no retry and no cooldown;
+    /// the fallback chain for `class` is tried next.
+    Simulated {
+        /// The class whose fallbacks are tested.
+        class: FailureClass,
+    },
 }
 
 #[cfg(test)]

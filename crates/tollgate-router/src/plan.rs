@@ -418,6 +418,11 @@ impl<'a> AttemptPlan<'a> {
                 return;
             }
             Outcome::Failure { class, retry_after } => (class, retry_after),
+            Outcome::Simulated { class } => {
+                self.last_failure = Some((class, None));
+                self.exhausted(class);
+                return;
+            }
         };
         self.last_failure = Some((class, retry_after));
         if class == FailureClass::ClientCancelled {

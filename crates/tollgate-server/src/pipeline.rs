@@ -242,6 +242,16 @@ async fn run(
             },
             None => None,
         };
+        // LiteLLM's fallback tests: the requested group fails at once (no upstream call, no
+        // retry, no cooldown, nothing charged) and its fallbacks for that failure are tried.
+        if attempt.fallback_index == 0
+            && let Some(class) = req.mock_failure
+        {
+            drop(charge);
+            attempts.report(&attempt, Outcome::Simulated { class }, Instant::now());
+            last = Some(Err(simulated_failure(class, &attempt.group.name)));
+            continue;
+        }
         if let Some(c) = &charge {
             rate_limits.clear();
             rate_limits.extend_from_slice(c.reservation.rate_limits());
@@ -316,6 +326,29 @@ async fn run(
         spend_headers(&mut result, g, settled.as_ref(), &rate_limits);
     }
     result
+}
+
+/// The error a simulated failure (`mock_testing_*fallbacks`) answers with when no fallback
+/// takes over, in LiteLLM's words: a 500 for `mock_testing_fallbacks`, a 400
+/// `context_length_exceeded` or `content_policy_violation` for the other two.
+fn simulated_failure(class: FailureClass, group: &str) -> GatewayError {
+    let message = |kind: &str| {
+        format!(
+            "litellm.{kind}: This is a mock exception for model={group}, to trigger a fallback."
+        )
+    };
+    let envelope = match class {
+        FailureClass::ContextWindowExceeded => {
+            ErrorEnvelope::bad_request(message("ContextWindowExceededError"))
+                .with_code("context_length_exceeded")
+        }
+        FailureClass::ContentPolicy => {
+            ErrorEnvelope::bad_request(message("ContentPolicyViolationError"))
+                .with_code("content_policy_violation")
+        }
+        _ => ErrorEnvelope::new(500, "server_error", message("InternalServerError")),
+    };
+    GatewayError::from(envelope)
 }
 
 /// Governance state of one request.

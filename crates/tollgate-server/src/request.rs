@@ -2,6 +2,7 @@
 
 use tollgate_protocol::body::{ForwardEdit, json_string};
 use tollgate_protocol::{BodyError, Dialect, RequestBody};
+use tollgate_router::FailureClass;
 
 /// Inference endpoints, each with the upstream path it maps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +82,8 @@ pub const GATEWAY_ONLY_FIELDS: &[&str] = &[
     "content_policy_fallbacks",
     "mock_response",
     "mock_testing_fallbacks",
+    "mock_testing_context_fallbacks",
+    "mock_testing_content_policy_fallbacks",
     "mock_timeout",
     "num_retries",
     "max_retries",
@@ -122,7 +125,25 @@ pub struct ParsedRequest<'a> {
     /// LiteLLM's per-request `mock_response`: the gateway answers with this text itself
     /// (usage estimated, no upstream call).
     pub mock_response: Option<String>,
+    /// LiteLLM's fallback tests: the failure the requested model group reports without
+    /// calling its upstream, from the first of `mock_testing_fallbacks` (a 500, for
+    /// `fallbacks`), `mock_testing_context_fallbacks` (`context_window_fallbacks`) and
+    /// `mock_testing_content_policy_fallbacks` (`content_policy_fallbacks`) set to `true`.
+    pub mock_failure: Option<FailureClass>,
 }
+
+/// The request fields that simulate a failure, in LiteLLM's order of precedence.
+const MOCK_FAILURE_FIELDS: [(&str, FailureClass); 3] = [
+    ("mock_testing_fallbacks", FailureClass::ServerError),
+    (
+        "mock_testing_context_fallbacks",
+        FailureClass::ContextWindowExceeded,
+    ),
+    (
+        "mock_testing_content_policy_fallbacks",
+        FailureClass::ContentPolicy,
+    ),
+];
 
 #[derive(serde::Deserialize)]
 struct StreamOptions {
@@ -165,6 +186,12 @@ impl<'a> ParsedRequest<'a> {
         let timeout_s = body.f64_field("timeout")?;
         let stream_timeout_s = body.f64_field("stream_timeout")?;
         let mock_response = body.typed_field::<String>("mock_response", "a string")?;
+        let mut mock_failure = None;
+        for (field, class) in MOCK_FAILURE_FIELDS {
+            if body.bool_field(field)? == Some(true) && mock_failure.is_none() {
+                mock_failure = Some(class);
+            }
+        }
         Ok(Self {
             body,
             model,
@@ -173,6 +200,7 @@ impl<'a> ParsedRequest<'a> {
             timeout_s,
             stream_timeout_s,
             mock_response,
+            mock_failure,
         })
     }
 
@@ -280,6 +308,27 @@ mod tests {
             br#"{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true}}"#;
         let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
         assert!(p.include_usage);
+    }
+
+    #[test]
+    fn mock_testing_flags_pick_the_failure_to_simulate() {
+        let parse = |extra: &str| {
+            let raw =
+                format!(r#"{{"model":"m","messages":[{{"role":"user","content":"hi"}}]{extra}}}"#);
+            ParsedRequest::parse(raw.as_bytes(), Endpoint::ChatCompletions).map(|p| p.mock_failure)
+        };
+        assert_eq!(parse(""), Ok(None));
+        assert_eq!(parse(r#","mock_testing_fallbacks":false"#), Ok(None));
+        assert_eq!(
+            parse(r#","mock_testing_content_policy_fallbacks":true"#),
+            Ok(Some(FailureClass::ContentPolicy))
+        );
+        // LiteLLM's precedence: the plain fallbacks test first.
+        assert_eq!(
+            parse(r#","mock_testing_context_fallbacks":true,"mock_testing_fallbacks":true"#),
+            Ok(Some(FailureClass::ServerError))
+        );
+        assert!(parse(r#","mock_testing_fallbacks":"yes""#).is_err());
     }
 
     #[test]

@@ -114,6 +114,80 @@ async fn fallback_chain_ends_with_the_last_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mock_testing_fallbacks_fail_the_requested_group_without_calling_it() {
+    let m = mock().await;
+    // With `allowed_fails: 1`, one failure that counted would cool `primary` (single-deployment
+    // groups are not exempt from a configured count).
+    let router = "  num_retries: 2\n  allowed_fails: 1\n  cooldown_time: 60\n  \
+        fallbacks: [{\"primary\": [\"backup\"]}]\n  \
+        context_window_fallbacks: [{\"primary\": [\"solo\"]}]\n";
+    let gw = Gateway::start(&config(&m.base_url(), router));
+    let with = |field: &str| {
+        let mut body = msg("primary");
+        body[field] = json!(true);
+        body
+    };
+
+    // `fallbacks`: answered by backup, the only upstream call, without the test field.
+    let r = chat(&gw, with("mock_testing_fallbacks")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-litellm-model-group"], "backup");
+    assert_eq!(r.headers()["x-litellm-attempted-fallbacks"], "1");
+    assert_eq!(r.headers()["x-litellm-attempted-retries"], "0");
+    let seen = m.drain_observations();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].deployment.as_deref(), Some("backup"));
+    assert!(seen[0].body.get("mock_testing_fallbacks").is_none());
+
+    // `context_window_fallbacks`: answered by solo.
+    let r = chat(&gw, with("mock_testing_context_fallbacks")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-litellm-model-group"], "solo");
+    assert_eq!(calls(&m), ["solo"]);
+
+    // No `content_policy_fallbacks`: the group's `fallbacks` take over, as in LiteLLM.
+    let r = chat(&gw, with("mock_testing_content_policy_fallbacks")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-litellm-model-group"], "backup");
+    assert_eq!(calls(&m), ["backup"]);
+
+    // A group without fallbacks: the simulated failure is the answer, in each dialect.
+    let mut body = msg("pair");
+    body["mock_testing_context_fallbacks"] = json!(true);
+    let r = chat(&gw, body).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.headers()["x-litellm-attempted-fallbacks"], "0");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "context_length_exceeded");
+    assert_eq!(
+        v["error"]["message"],
+        "litellm.ContextWindowExceededError: This is a mock exception for model=pair, to trigger a fallback."
+    );
+    let r = client()
+        .post(gw.url("/v1/messages"))
+        .header("x-api-key", MASTER)
+        .json(&json!({"model": "solo", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+            "mock_testing_fallbacks": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(
+        v["error"]["message"],
+        "litellm.InternalServerError: This is a mock exception for model=solo, to trigger a fallback."
+    );
+    assert!(calls(&m).is_empty());
+
+    // Nothing counted against primary: it still answers a plain request itself.
+    let r = chat(&gw, msg("primary")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-litellm-model-group"], "primary");
+    assert_eq!(calls(&m), ["primary"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cooled_down_deployment_is_skipped_until_its_cooldown_ends() {
     let m = mock().await;
     script(

@@ -103,6 +103,48 @@ fn fallback_succeeds_and_reports_group() {
 }
 
 #[test]
+fn a_simulated_failure_skips_retries_and_cooldown_and_falls_back() {
+    // `mock_testing_fallbacks`: LiteLLM raises before its retry loop and records nothing.
+    let cfg = RouterConfig {
+        fallbacks: fallbacks(&[("a", &["b"])]),
+        context_window_fallbacks: fallbacks(&[("a", &["c"])]),
+        allowed_fails: 1,
+        allowed_fails_configured: true,
+        ..Default::default()
+    };
+    let r = router(
+        vec![
+            group("a", &["a1"]),
+            group("b", &["b1"]),
+            group("c", &["c1"]),
+        ],
+        cfg,
+    );
+    let t0 = Instant::now();
+    for (class, expect) in [
+        (FailureClass::ServerError, "b"),
+        (FailureClass::ContextWindowExceeded, "c"),
+    ] {
+        let mut plan = r.plan("a", retries(3)).unwrap();
+        let first = plan.next_attempt(t0).unwrap();
+        assert_eq!(first.group.name, "a");
+        plan.report(&first, Outcome::Simulated { class }, t0);
+        let second = plan.next_attempt(t0).unwrap();
+        assert_eq!(second.group.name, expect);
+        assert_eq!((second.retry_index, second.fallback_index), (0, 1));
+        plan.report(&second, ok_ms(5), t0);
+        let s = plan.summary();
+        assert_eq!(
+            (s.attempts, s.attempted_retries, s.attempted_fallbacks),
+            (2, 0, 1)
+        );
+    }
+    // With `allowed_fails: 1` the two failures, had they counted, would have cooled a1.
+    let mut plan = r.plan("a", retries(0)).unwrap();
+    assert_eq!(plan.next_attempt(t0).unwrap().group.name, "a");
+}
+
+#[test]
 fn retry_prefers_another_deployment_without_waiting() {
     let cfg = RouterConfig {
         disable_cooldowns: true,
