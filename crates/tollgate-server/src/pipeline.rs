@@ -328,6 +328,39 @@ async fn run(
     result
 }
 
+/// The failure a `mock_response` names, as LiteLLM's `mock_completion` raises it:
+/// `litellm.RateLimitError` (429), `litellm.InternalServerError` (500),
+/// `litellm.ContextWindowExceededError` (400 `context_length_exceeded`); `None` for any other
+/// text, which is the mocked answer itself.
+fn mock_error(reply: &str) -> Option<(FailureClass, ErrorEnvelope)> {
+    Some(match reply {
+        "litellm.RateLimitError" => (
+            FailureClass::RateLimit,
+            ErrorEnvelope::new(
+                429,
+                "rate_limit_error",
+                "litellm.RateLimitError: this is a mock rate limit error",
+            ),
+        ),
+        "litellm.InternalServerError" => (
+            FailureClass::ServerError,
+            ErrorEnvelope::new(
+                500,
+                "server_error",
+                "litellm.InternalServerError: this is a mock internal server error",
+            ),
+        ),
+        "litellm.ContextWindowExceededError" => (
+            FailureClass::ContextWindowExceeded,
+            ErrorEnvelope::bad_request(
+                "litellm.ContextWindowExceededError: this is a mock context window exceeded error",
+            )
+            .with_code("context_length_exceeded"),
+        ),
+        _ => return None,
+    })
+}
+
 /// The error a simulated failure (`mock_testing_*fallbacks`) answers with when no fallback
 /// takes over, in LiteLLM's words: a 500 for `mock_testing_fallbacks`, a 400
 /// `context_length_exceeded` or `content_policy_violation` for the other two.
@@ -680,6 +713,15 @@ async fn attempt_once(
         charge,
         response_id: None,
     };
+
+    // LiteLLM's error mocks: a `mock_response` naming one of its exceptions fails this attempt
+    // as that upstream error would (retries, cooldowns and fallbacks apply).
+    if let Some((class, envelope)) = req.mock_response.as_deref().and_then(mock_error) {
+        *failure = Some((class, None));
+        record.status = envelope.status;
+        *settled = finish(state, record);
+        return Err(GatewayError::from(envelope));
+    }
 
     // 5. plan and build the upstream body; a request's own `mock_response` is answered in
     // process, as by a `mock/` deployment (LiteLLM answers it without calling the provider)

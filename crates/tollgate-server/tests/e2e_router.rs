@@ -188,6 +188,52 @@ async fn mock_testing_fallbacks_fail_the_requested_group_without_calling_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mock_response_naming_a_litellm_error_fails_as_that_upstream_error() {
+    let m = mock().await;
+    let gw = Gateway::start(&config(&m.base_url(), NO_COOLDOWN));
+    let ask = |model: &str, reply: &str, retries: u32| {
+        let mut body = msg(model);
+        body["mock_response"] = json!(reply);
+        body["num_retries"] = json!(retries);
+        body
+    };
+
+    // A 429: no retry asked, so primary once, then its fallback group, which fails alike.
+    let r = chat(&gw, ask("primary", "litellm.RateLimitError", 0)).await;
+    assert_eq!(r.status(), 429);
+    assert_eq!(r.headers()["x-litellm-attempted-fallbacks"], "1");
+    assert_eq!(r.headers()["x-litellm-model-group"], "backup");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "rate_limit_error");
+    assert_eq!(
+        v["error"]["message"],
+        "litellm.RateLimitError: this is a mock rate limit error"
+    );
+
+    // A 500 is retried (on the pair's other deployment, without a wait).
+    let r = chat(&gw, ask("pair", "litellm.InternalServerError", 1)).await;
+    assert_eq!(r.status(), 500);
+    assert_eq!(r.headers()["x-litellm-attempted-retries"], "1");
+
+    // A context-window error is not retried.
+    let r = chat(&gw, ask("pair", "litellm.ContextWindowExceededError", 2)).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.headers()["x-litellm-attempted-retries"], "0");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "context_length_exceeded");
+
+    // Any other text is the answer.
+    let r = chat(&gw, ask("pair", "litellm.SomethingElse", 0)).await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        "litellm.SomethingElse"
+    );
+    assert!(calls(&m).is_empty(), "no upstream call for any mock");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cooled_down_deployment_is_skipped_until_its_cooldown_ends() {
     let m = mock().await;
     script(
