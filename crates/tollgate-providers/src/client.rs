@@ -316,10 +316,7 @@ impl UpstreamClient {
         *req.uri_mut() = uri;
         let h = req.headers_mut();
         h.reserve(deployment.headers.len() + extra.len() + 1);
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        h.insert(header::CONTENT_TYPE, APPLICATION_JSON.clone());
         for (name, value) in own.chain(extra) {
             h.append(name.clone(), value.clone());
         }

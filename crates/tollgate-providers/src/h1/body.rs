@@ -30,6 +30,18 @@ pub(crate) struct Conn {
     pub(crate) authority: Authority,
 }
 
+impl Conn {
+    /// `stream` to `authority`, with nothing read yet; it returns to `pool` when clean.
+    pub(crate) fn new(stream: TcpStream, pool: &Pool, authority: Authority) -> Self {
+        Self {
+            stream,
+            buf: BytesMut::new(),
+            pool: pool.clone(),
+            authority,
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Decode {
     Length(u64),

@@ -82,12 +82,7 @@ where
     };
     let request = request.freeze();
     if let Some(stream) = pool.take(&authority) {
-        let conn = Conn {
-            stream,
-            buf: BytesMut::new(),
-            pool: pool.clone(),
-            authority: authority.clone(),
-        };
+        let conn = Conn::new(stream, pool, authority.clone());
         match exchange(conn, &request, &body, out.method).await {
             Err(Attempt::Stale(_)) => {} // replaced below
             Err(Attempt::Failed(e)) => return Err(e),
@@ -95,17 +90,16 @@ where
         }
     }
     let stream = connect(out.uri, connect_limit).await?;
-    let conn = Conn {
-        stream,
-        buf: BytesMut::new(),
-        pool: pool.clone(),
-        authority,
-    };
-    exchange(conn, &request, &body, out.method)
-        .await
-        .map_err(|e| match e {
-            Attempt::Stale(e) | Attempt::Failed(e) => e,
-        })
+    exchange(
+        Conn::new(stream, pool, authority),
+        &request,
+        &body,
+        out.method,
+    )
+    .await
+    .map_err(|e| match e {
+        Attempt::Stale(e) | Attempt::Failed(e) => e,
+    })
 }
 
 enum Attempt {
