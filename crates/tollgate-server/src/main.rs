@@ -1,7 +1,7 @@
 //! `tollgate`: the gateway binary.
 //!
-//! - `tollgate --config PATH [--port N] [--host ADDR] [--num_workers N]` serves (defaults:
-//!   port 4000, host 0.0.0.0, one work-stealing runtime; env `PORT`, `HOST`,
+//! - `tollgate --config PATH [--port N] [--host ADDR] [--num_workers N] [--work-stealing]`
+//!   serves (defaults: port 4000, host 0.0.0.0, one worker per core; env `PORT`, `HOST`,
 //!   `CONFIG_FILE_PATH`, `NUM_WORKERS`, as LiteLLM reads them).
 //! - `tollgate check-config PATH` validates a config and prints its model groups and
 //!   deployments with secrets masked.
@@ -34,11 +34,15 @@ struct Cli {
     /// Address to bind.
     #[arg(long, env = "HOST", default_value = "0.0.0.0")]
     host: String,
-    /// Serve on N worker threads, each a single-threaded runtime accepting from the shared
-    /// listener with its own upstream pools (less CPU per request); default: one
-    /// work-stealing runtime with a thread per core (lower latency on small shared machines).
+    /// Serve on N worker threads (default: one per core), each a single-threaded runtime with
+    /// its own upstream pools; new connections go to the worker with the fewest open.
     #[arg(long = "num_workers", alias = "num-workers", env = "NUM_WORKERS")]
     num_workers: Option<std::num::NonZeroUsize>,
+    /// Serve on one work-stealing tokio runtime instead, with `--num_workers` threads (default:
+    /// `TOKIO_WORKER_THREADS`, else one per core): a request may move between threads, which
+    /// costs a wake-up each way, but no connection waits behind another's work.
+    #[arg(long, env = "TOLLGATE_WORK_STEALING")]
+    work_stealing: bool,
     /// Seconds to let in-flight requests and streams finish after SIGTERM/SIGINT.
     #[arg(long, default_value_t = 30.0)]
     drain_seconds: f64,
@@ -153,10 +157,15 @@ fn run(cli: Cli) -> ExitCode {
             unimplemented.join(", ")
         );
     }
-    // Without --num_workers: one work-stealing runtime (lowest latency on small shared
-    // machines); with it: N single-threaded workers (less CPU per request). bench/README.md,
-    // 2026-11-30.
-    let workers = cli.num_workers.map(|n| n.get());
+    // N single-threaded workers, one per core unless --num_workers says otherwise: less CPU
+    // per request and lower latency than one work-stealing runtime once connections are
+    // balanced over the workers (bench/README.md, 2026-11-30 13:51). --work-stealing: the
+    // one runtime.
+    let threads = cli.num_workers.map(|n| n.get());
+    let workers = match cli.work_stealing {
+        true => None,
+        false => Some(threads.unwrap_or_else(cores)),
+    };
     let state =
         match AppState::build(&loaded, &env).and_then(|s| s.with_workers(workers.unwrap_or(1))) {
             Ok(s) => s,
@@ -166,14 +175,18 @@ fn run(cli: Cli) -> ExitCode {
             }
         };
     // Before any serving thread exists: how many malloc arenas they may use (malloc.rs).
-    let serving_threads = workers.unwrap_or_else(default_worker_threads);
+    let serving_threads = workers.unwrap_or_else(|| threads.unwrap_or_else(default_worker_threads));
     let arenas = tollgate_server::malloc::limit_arenas(serving_threads);
     // With workers, the main thread's runtime starts everything and runs background tasks
     // (spend-log write-behind, signals) while `serve::WorkerPool` starts the workers that
     // serve; without, one multi-threaded runtime does it all.
     let mut builder = match workers {
         Some(_) => tokio::runtime::Builder::new_current_thread(),
-        None => tokio::runtime::Builder::new_multi_thread(),
+        None => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(serving_threads);
+            b
+        }
     };
     let runtime = match builder.enable_all().build() {
         Ok(r) => r,
@@ -250,7 +263,8 @@ fn run(cli: Cli) -> ExitCode {
         tracing::info!(
             version = tollgate_server::VERSION,
             groups = state.router.load().public_names().count(),
-            workers = %workers.map_or_else(|| "work-stealing".to_owned(), |n| n.to_string()),
+            workers = serving_threads,
+            work_stealing = workers.is_none(),
             auth = state.auth.requires_key(),
             malloc_arenas = %arenas.map_or_else(|| "default".to_owned(), |n| n.to_string()),
             "Tollgate listening on http://{local}"
@@ -286,7 +300,7 @@ fn run(cli: Cli) -> ExitCode {
                 }
             },
             None => match tokio::net::TcpListener::from_std(listener) {
-                Ok(l) => serve::serve_worker(Arc::clone(&state), l, stop_serving, drain).await,
+                Ok(l) => serve::serve_worker(Arc::clone(&state), l, None, stop_serving, drain).await,
                 Err(e) => Err(e),
             },
         };
@@ -329,12 +343,18 @@ fn bracket(host: &str) -> String {
     }
 }
 
-/// The worker threads of tokio's multi-threaded runtime: `TOKIO_WORKER_THREADS` when set to a
-/// positive number, else one per core (as tokio decides).
+/// The serving threads when `--num_workers` is not given: `TOKIO_WORKER_THREADS` when set to a
+/// positive number and `--work-stealing` is on (as tokio reads it), else one per core.
 fn default_worker_threads() -> usize {
     std::env::var("TOKIO_WORKER_THREADS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .unwrap_or_else(cores)
+}
+
+/// The cores this process may use (cgroup quotas and affinity included, as the standard
+/// library reads them); 1 when unknown.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }

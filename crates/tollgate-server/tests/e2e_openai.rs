@@ -685,6 +685,47 @@ async fn four_workers_share_the_listener_and_drain() {
     assert!(status.success(), "exit status {status:?}");
 }
 
+/// With no flag one worker per core serves; `--work-stealing` serves on one multi-threaded
+/// runtime (of `--num_workers` threads when given). All answer, and a client's connections are spread over the default workers
+/// (as many requests in flight as workers, each on its own connection, all answered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_worker_per_core_by_default_or_one_work_stealing_runtime() {
+    let m = mock().await;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (args, want) in [
+        (&[][..], format!("workers={cores} work_stealing=false")),
+        (
+            &["--work-stealing"][..],
+            format!("workers={cores} work_stealing=true"),
+        ),
+        (
+            &["--work-stealing", "--num_workers", "3"][..],
+            "workers=3 work_stealing=true".to_owned(),
+        ),
+    ] {
+        let gw = Gateway::start_with_args(&standard_config(&m.base_url()), args);
+        assert!(gw.log().contains(&want), "{args:?}: {}", gw.log());
+        let calls = (0..cores.max(2)).map(|i| {
+            let url = gw.url("/v1/chat/completions");
+            async move {
+                let r = client()
+                    .post(url)
+                    .header("authorization", auth())
+                    .json(&json!({"model": "mock-echo", "messages": [{"role":"user","content": format!("w{i}")}]}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200);
+                let v: Value = r.json().await.unwrap();
+                v["choices"][0]["message"]["content"].as_str().unwrap().to_owned()
+            }
+        });
+        let got = futures_util::future::join_all(calls).await;
+        let expected: Vec<String> = (0..cores.max(2)).map(|i| format!("w{i}")).collect();
+        assert_eq!(got, expected, "{args:?}");
+    }
+}
+
 fn now_ms() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

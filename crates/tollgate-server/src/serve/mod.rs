@@ -1,14 +1,15 @@
 //! The listener and its workers.
 //!
-//! By default Tollgate serves on one work-stealing tokio runtime (a thread per core). With
-//! `--num_workers N` it serves on `N` worker threads instead, each running its own
-//! single-threaded tokio runtime that accepts from the same listening socket (a `dup` of it,
-//! so the kernel hands each new connection to one worker). A connection, the requests on it
-//! and the upstream connections they use (each worker has its own upstream pools, see
-//! [`tollgate_providers::bind_thread_to_shard`]) stay on one thread: no task is handed to
-//! another thread and woken there, which on a work-stealing runtime cost a futex wake-up and a
-//! context switch per request (bench/README.md, 2026-11-29 21:15 profile). Shared state
-//! (router, governance, caches) is the same `Arc<AppState>` for all workers.
+//! By default Tollgate serves on one worker thread per core (`--num_workers N` sets another
+//! count), each running its own single-threaded tokio runtime that accepts from the same
+//! listening socket (a `dup` of it, so the kernel hands each new connection to one worker), and
+//! a worker hands a connection it accepted to the worker with the fewest open connections
+//! ([`balance`]). A connection, the requests on it and the upstream connections they use (each
+//! worker has its own upstream pools, see [`tollgate_providers::bind_thread_to_shard`]) stay on
+//! one thread: no task is handed to another thread and woken there, which on a work-stealing
+//! runtime cost a futex wake-up and a context switch per request (bench/README.md, 2026-11-29
+//! 21:15 profile). Shared state (router, governance, caches) is the same `Arc<AppState>` for
+//! all workers. With `--work-stealing` one multi-threaded tokio runtime serves instead.
 //!
 //! Every accepted socket gets TCP_NODELAY. On SIGTERM/SIGINT every worker stops accepting and
 //! lets in-flight requests and streams finish, up to a deadline.
@@ -29,6 +30,10 @@ use tokio::sync::{oneshot, watch};
 
 use crate::state::AppState;
 
+pub mod balance;
+
+use balance::{Balancer, OpenConnection, Seat};
+
 /// Serves on the calling runtime (one worker) until `stop` turns true, then drains for at
 /// most `drain_deadline`: the listener closes, requests in flight and streams finish, idle
 /// keep-alive connections close.
@@ -36,12 +41,16 @@ use crate::state::AppState;
 /// Each connection is served by hyper-util's HTTP/1.1 + HTTP/2 (prior knowledge) server with
 /// [`crate::service::gateway_service`].
 ///
+/// With a `seat` (one of [`WorkerPool`]'s workers) a connection accepted here may be served
+/// by another worker, and connections other workers accepted may be served here.
+///
 /// Always `Ok` today (the `Result` is the worker's contract with [`WorkerPool`]): accept
 /// errors are logged and the loop goes on, after 1 s when the descriptor table is full (as
 /// axum's server does).
 pub async fn serve_worker(
     state: Arc<AppState>,
     listener: TcpListener,
+    mut seat: Option<Seat>,
     mut stop: watch::Receiver<bool>,
     drain_deadline: Duration,
 ) -> std::io::Result<()> {
@@ -51,17 +60,31 @@ pub async fn serve_worker(
     let builder = Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     loop {
-        let accepted = tokio::select! {
+        let (tcp, open) = tokio::select! {
             biased;
             _ = stop.wait_for(|v| *v) => break,
-            a = listener.accept() => a,
-        };
-        let tcp = match accepted {
-            Ok((tcp, _)) => tcp,
-            Err(e) => {
-                accept_error(e).await;
-                continue;
-            }
+            (tcp, open) = handed_off(&mut seat) => match tokio::net::TcpStream::from_std(tcp) {
+                Ok(tcp) => (tcp, Some(open)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot take over a connection from another worker");
+                    continue;
+                }
+            },
+            accepted = listener.accept() => match (accepted, &seat) {
+                (Ok((tcp, _)), None) => (tcp, None),
+                (Ok((tcp, _)), Some(seat)) => match seat.place(tcp) {
+                    Ok(Some((tcp, open))) => (tcp, Some(open)),
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot hand a connection to another worker");
+                        continue;
+                    }
+                },
+                (Err(e), _) => {
+                    accept_error(e).await;
+                    continue;
+                }
+            },
         };
         // Without TCP_NODELAY small responses wait for the client's delayed ACK (DESIGN.md).
         let _ = tcp.set_nodelay(true);
@@ -73,6 +96,7 @@ pub async fn serve_worker(
             if let Err(e) = conn.await {
                 tracing::trace!(error = %e, "connection ended with an error");
             }
+            drop(open);
         });
     }
     drop(listener);
@@ -83,6 +107,14 @@ pub async fn serve_worker(
         }
     }
     Ok(())
+}
+
+/// The next connection another worker handed to this one; never resolves without a seat.
+async fn handed_off(seat: &mut Option<Seat>) -> (std::net::TcpStream, OpenConnection) {
+    match seat {
+        Some(seat) => seat.handed_off().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A failed `accept`: the peer's own reset or abort is skipped; anything else (a full
@@ -154,7 +186,7 @@ impl WorkerPool {
             drained: Vec::new(),
             release,
         };
-        for i in 0..workers.max(1) {
+        for (i, seat) in Balancer::seats(workers).into_iter().enumerate() {
             let listener = listener.try_clone()?;
             let state = Arc::clone(state);
             let stop = stop.clone();
@@ -176,7 +208,7 @@ impl WorkerPool {
                     };
                     runtime.block_on(async move {
                         let served = match TcpListener::from_std(listener) {
-                            Ok(l) => serve_worker(state, l, stop, drain_deadline).await,
+                            Ok(l) => serve_worker(state, l, Some(seat), stop, drain_deadline).await,
                             Err(e) => Err(e),
                         };
                         let _ = drained_tx.send(served);
