@@ -653,18 +653,12 @@ async fn a_second_signal_ends_the_drain_at_once() {
     drop(stuck);
 }
 
-/// Four workers share one listener: 48 clients, each on its own connection, all get their
-/// own echo back (no request lost or crossed between workers), and SIGTERM still ends the
-/// process cleanly once every worker has drained.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_workers_share_the_listener_and_drain() {
-    let m = mock().await;
-    let mut gw = Gateway::start_with_args(&standard_config(&m.base_url()), &["--num_workers", "4"]);
-    assert!(gw.log().contains("workers=4"), "{}", gw.log());
-    let calls = (0..48).map(|i| {
+/// `n` clients, each on its own connection (so that they spread over the workers), all in
+/// flight at once: each gets its own echo back, none lost or crossed between workers.
+async fn each_client_gets_its_own_echo(gw: &Gateway, n: usize) {
+    let calls = (0..n).map(|i| {
         let url = gw.url("/v1/chat/completions");
         async move {
-            // One client each: a connection of its own, so the kernel spreads them over workers.
             let r = client()
                 .post(url)
                 .header("authorization", auth())
@@ -678,16 +672,26 @@ async fn four_workers_share_the_listener_and_drain() {
         }
     });
     let got = futures_util::future::join_all(calls).await;
-    let want: Vec<String> = (0..48).map(|i| format!("n{i}")).collect();
+    let want: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
     assert_eq!(got, want);
+}
+
+/// Four workers share one listener: 48 clients all get their own echo back, and SIGTERM
+/// still ends the process cleanly once every worker has drained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_workers_share_the_listener_and_drain() {
+    let m = mock().await;
+    let mut gw = Gateway::start_with_args(&standard_config(&m.base_url()), &["--num_workers", "4"]);
+    assert!(gw.log().contains("workers=4"), "{}", gw.log());
+    each_client_gets_its_own_echo(&gw, 48).await;
     gw.terminate();
     let status = gw.child.wait().unwrap();
     assert!(status.success(), "exit status {status:?}");
 }
 
 /// With no flag one worker per core serves; `--work-stealing` serves on one multi-threaded
-/// runtime (of `--num_workers` threads when given). All answer, and a client's connections are spread over the default workers
-/// (as many requests in flight as workers, each on its own connection, all answered).
+/// runtime (of `--num_workers` threads when given). Each way, clients on connections of their
+/// own, more than there are workers, all get their own echo back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_worker_per_core_by_default_or_one_work_stealing_runtime() {
     let m = mock().await;
@@ -705,24 +709,7 @@ async fn one_worker_per_core_by_default_or_one_work_stealing_runtime() {
     ] {
         let gw = Gateway::start_with_args(&standard_config(&m.base_url()), args);
         assert!(gw.log().contains(&want), "{args:?}: {}", gw.log());
-        let calls = (0..cores.max(2)).map(|i| {
-            let url = gw.url("/v1/chat/completions");
-            async move {
-                let r = client()
-                    .post(url)
-                    .header("authorization", auth())
-                    .json(&json!({"model": "mock-echo", "messages": [{"role":"user","content": format!("w{i}")}]}))
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(r.status(), 200);
-                let v: Value = r.json().await.unwrap();
-                v["choices"][0]["message"]["content"].as_str().unwrap().to_owned()
-            }
-        });
-        let got = futures_util::future::join_all(calls).await;
-        let expected: Vec<String> = (0..cores.max(2)).map(|i| format!("w{i}")).collect();
-        assert_eq!(got, expected, "{args:?}");
+        each_client_gets_its_own_echo(&gw, 2 * cores + 1).await;
     }
 }
 
