@@ -81,11 +81,6 @@ impl Balancer {
 }
 
 impl Seat {
-    /// This seat's worker index.
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
     /// Places a connection this worker accepted: `Some` (with the guard that counts it) when
     /// this worker is to serve it, `None` when it went to the inbox of a worker with fewer open
     /// connections. Errors: the socket cannot be moved off this worker's runtime (it is then
