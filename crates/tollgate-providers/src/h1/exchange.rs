@@ -225,34 +225,11 @@ async fn connect(uri: &Uri, limit: Duration) -> Result<TcpStream, ExchangeError>
     let port = uri.port_u16().unwrap_or(80);
     let deadline = tokio::time::Instant::now() + limit;
     let attempt = async {
-        let mut last = None;
         let addrs: Vec<_> = tokio::net::lookup_host((host, port))
             .await
             .map_err(ExchangeError::Connect)?
             .collect();
-        for (i, addr) in addrs.iter().enumerate() {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let share = left / u32::try_from(addrs.len() - i).unwrap_or(u32::MAX);
-            match tokio::time::timeout(share, TcpStream::connect(addr)).await {
-                Ok(Ok(s)) => {
-                    s.set_nodelay(true).map_err(ExchangeError::Connect)?;
-                    return Ok(s);
-                }
-                Ok(Err(e)) => last = Some(e),
-                Err(_) => {
-                    last = Some(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "connect timed out",
-                    ));
-                }
-            }
-        }
-        Err(ExchangeError::Connect(last.unwrap_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "the host name resolved to no address",
-            )
-        })))
+        connect_in_turn(&addrs, deadline).await
     };
     match tokio::time::timeout_at(deadline, attempt).await {
         // Every address (or the last one tried) timed out, or the lookup used up the limit.
@@ -262,4 +239,37 @@ async fn connect(uri: &Uri, limit: Duration) -> Result<TcpStream, ExchangeError>
         Ok(r) => r,
         Err(_) => Err(ExchangeError::ConnectTimeout(limit)),
     }
+}
+
+/// Tries `addrs` in turn, each with an equal share of the time left until `deadline`.
+/// Errors: the last address's error ([`std::io::ErrorKind::TimedOut`] when its share ran
+/// out), `NotFound` when there is no address.
+pub(super) async fn connect_in_turn(
+    addrs: &[std::net::SocketAddr],
+    deadline: tokio::time::Instant,
+) -> Result<TcpStream, ExchangeError> {
+    let mut last = None;
+    for (i, addr) in addrs.iter().enumerate() {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let share = left / u32::try_from(addrs.len() - i).unwrap_or(u32::MAX);
+        match tokio::time::timeout(share, TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => {
+                s.set_nodelay(true).map_err(ExchangeError::Connect)?;
+                return Ok(s);
+            }
+            Ok(Err(e)) => last = Some(e),
+            Err(_) => {
+                last = Some(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "connect timed out",
+                ));
+            }
+        }
+    }
+    Err(ExchangeError::Connect(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the host name resolved to no address",
+        )
+    })))
 }

@@ -396,3 +396,58 @@ async fn a_refused_connection_names_its_cause() {
     assert!(matches!(e, ExchangeError::Connect(_)), "{e:?}");
     assert!(e.to_string().to_lowercase().contains("refused"), "{e}");
 }
+
+/// A loopback address that never completes a handshake: a listener whose accept queue is
+/// full drops new SYNs (Linux `tcp_conn_request`), so a connect to it hangs. Returns the
+/// address and what must stay alive for it to keep hanging.
+async fn address_that_drops_syns() -> (
+    std::net::SocketAddr,
+    Vec<tokio::net::TcpStream>,
+    TcpListener,
+) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Fill the queue (its length is the backlog + 1) without accepting.
+    let mut queued = Vec::new();
+    while let Ok(Ok(s)) = tokio::time::timeout(
+        Duration::from_millis(200),
+        tokio::net::TcpStream::connect(addr),
+    )
+    .await
+    {
+        queued.push(s);
+        assert!(queued.len() < 16, "the accept queue never filled");
+    }
+    (addr, queued, listener)
+}
+
+#[tokio::test]
+async fn an_address_that_hangs_gets_only_its_share_of_the_connect_limit() {
+    let (hanging, _queued, _full) = address_that_drops_syns().await;
+    let good = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let good_addr = good.local_addr().unwrap();
+    let started = tokio::time::Instant::now();
+    let limit = Duration::from_millis(1200);
+    let conn = exchange::connect_in_turn(&[hanging, good_addr], started + limit)
+        .await
+        .expect("the second address answers");
+    let took = started.elapsed();
+    assert_eq!(conn.peer_addr().unwrap(), good_addr);
+    // The first address had half the limit (600 ms), then the second connected at once.
+    assert!(
+        took >= Duration::from_millis(550) && took < Duration::from_millis(1100),
+        "{took:?}"
+    );
+    // Alone, the hanging address uses up the whole limit and reports a timeout.
+    let started = tokio::time::Instant::now();
+    let err = exchange::connect_in_turn(&[hanging], started + Duration::from_millis(300))
+        .await
+        .expect_err("nothing answers");
+    assert!(
+        matches!(&err, ExchangeError::Connect(e) if e.kind() == std::io::ErrorKind::TimedOut),
+        "{err:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(290));
+}
