@@ -79,11 +79,69 @@ struct WithUsage {
 
 /// Usage of an OpenAI-dialect response body (chat.completion, text_completion, embeddings list);
 /// `None` when the body has no usage object or is not JSON.
+///
+/// Only the `usage` value is parsed: the top-level key is found by [`after_top_level_key`],
+/// which skips strings and nested values without decoding them. Deserializing the whole body
+/// to ignore all but `usage` cost about as many instructions as the rest of the unary
+/// response's path (callgrind, bench/README.md 2026-11-30). A body whose key is written with
+/// escapes (`"us\u0061ge"`) is parsed whole, as before.
 pub fn openai_response_usage(body: &[u8]) -> Option<Usage> {
-    serde_json::from_slice::<WithUsage>(body)
-        .ok()
-        .and_then(|w| w.usage)
-        .map(Usage::from)
+    let usage = match after_top_level_key(body, b"usage") {
+        Some(rest) => {
+            Option::<OpenAiUsage>::deserialize(&mut serde_json::Deserializer::from_slice(rest))
+                .ok()?
+        }
+        None => serde_json::from_slice::<WithUsage>(body).ok()?.usage,
+    };
+    usage.map(Usage::from)
+}
+
+/// What follows `"key":` in the top-level object of `json` (the key's value and the rest of
+/// the document), or `None` when the top-level object has no such key written without
+/// escapes. Strings are skipped whole (escaped quotes included) and nesting is counted, so a
+/// key of a nested object or text inside a string never matches. Nothing else is validated.
+fn after_top_level_key<'a>(json: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(&byte) = json.get(i) {
+        match byte {
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                let end = loop {
+                    let k = j + memchr::memchr2(b'"', b'\\', json.get(j..)?)?;
+                    if json[k] == b'"' {
+                        break k;
+                    }
+                    // A backslash escapes the byte after it.
+                    j = k + 2;
+                };
+                i = end + 1;
+                if depth == 1 {
+                    let rest = json.get(i..)?;
+                    let colon = rest
+                        .iter()
+                        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
+                    if rest[colon] == b':' && &json[start..end] == key {
+                        return rest.get(colon + 1..);
+                    }
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return None;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 /// What a usage-bearing OpenAI stream chunk says.
@@ -214,6 +272,63 @@ impl AnthropicStreamUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_top_level_usage_counts() {
+        // A nested `usage` key, and `"usage":` text inside strings (escaped quotes, a string
+        // ending in an escaped backslash), come before the real one.
+        let body = br#"{"id":"a\\","choices":[{"message":{"content":"say \"usage\":{\"prompt_tokens\":99}","usage":{"prompt_tokens":98}}}],"usage":{"prompt_tokens":7,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}},"system_fingerprint":"fp"}"#;
+        assert_eq!(
+            openai_response_usage(body),
+            Some(Usage {
+                prompt_tokens: 7,
+                completion_tokens: 3,
+                cached_tokens: 2,
+                cache_write_tokens: 0,
+                reasoning_tokens: 1,
+            })
+        );
+    }
+
+    #[test]
+    fn usage_anywhere_in_the_object_pretty_printed_or_escaped() {
+        let first = b"{\n  \"usage\" : {\"prompt_tokens\": 5, \"completion_tokens\": 1},\n  \"choices\": []\n}";
+        let u = openai_response_usage(first).unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (5, 1));
+        // Written with an escape, the key is still found (the whole body is parsed).
+        let escaped = br#"{"choices":[],"us\u0061ge":{"prompt_tokens":4,"completion_tokens":2}}"#;
+        let u = openai_response_usage(escaped).unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (4, 2));
+    }
+
+    #[test]
+    fn no_usage_null_usage_or_not_json_is_none() {
+        assert_eq!(openai_response_usage(br#"{"choices":[]}"#), None);
+        assert_eq!(
+            openai_response_usage(br#"{"choices":[],"usage":null}"#),
+            None
+        );
+        assert_eq!(
+            openai_response_usage(br#"{"data":[{"usage":{"prompt_tokens":3}}]}"#),
+            None
+        );
+        assert_eq!(openai_response_usage(b"not json"), None);
+        assert_eq!(openai_response_usage(br#"{"usage":"#), None);
+        assert_eq!(openai_response_usage(br#"{"a":"unterminated"#), None);
+    }
+
+    #[test]
+    fn the_scan_returns_what_follows_the_key() {
+        let json = br#"{"x":{"usage":1},"y":["usage",{"usage":2}],"usage" :[3],"z":4}"#;
+        assert_eq!(
+            after_top_level_key(json, b"usage"),
+            Some(&br#"[3],"z":4}"#[..])
+        );
+        assert_eq!(after_top_level_key(json, b"z"), Some(&b"4}"[..]));
+        assert_eq!(after_top_level_key(json, b"w"), None);
+        assert_eq!(after_top_level_key(br#"["usage",1]"#, b"usage"), None);
+        assert_eq!(after_top_level_key(br#"{"a":"\"#, b"usage"), None);
+    }
 
     #[test]
     fn response_usage_with_details() {
