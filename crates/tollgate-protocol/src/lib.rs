@@ -8,6 +8,7 @@
 
 pub mod body;
 pub mod error;
+mod json_scan;
 pub mod sse;
 pub mod usage;
 

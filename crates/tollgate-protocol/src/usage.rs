@@ -6,6 +6,8 @@
 
 use serde::Deserialize;
 
+use crate::json_scan::{Cursor, after_top_level_key};
+
 /// Token counts of one request, in tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
@@ -80,68 +82,64 @@ struct WithUsage {
 /// Usage of an OpenAI-dialect response body (chat.completion, text_completion, embeddings list);
 /// `None` when the body has no usage object or is not JSON.
 ///
-/// Only the `usage` value is parsed: the top-level key is found by [`after_top_level_key`],
-/// which skips strings and nested values without decoding them. Deserializing the whole body
-/// to ignore all but `usage` cost about as many instructions as the rest of the unary
-/// response's path (callgrind, bench/README.md 2026-11-30). A body whose key is written with
-/// escapes (`"us\u0061ge"`) is parsed whole, as before.
+/// Only the `usage` value is read: the top-level key is found without decoding the rest of
+/// the body, and its counts are read by the scanner of [`crate::json_scan`], with serde as
+/// the fallback for what the scanner leaves undecided (a float, an escaped key). A body whose
+/// `usage` key is itself written with escapes (`"us\u0061ge"`) is parsed whole.
 pub fn openai_response_usage(body: &[u8]) -> Option<Usage> {
-    let usage = match after_top_level_key(body, b"usage") {
-        Some(rest) => {
-            Option::<OpenAiUsage>::deserialize(&mut serde_json::Deserializer::from_slice(rest))
-                .ok()?
-        }
-        None => serde_json::from_slice::<WithUsage>(body).ok()?.usage,
+    let Some(rest) = after_top_level_key(body, b"usage") else {
+        return serde_json::from_slice::<WithUsage>(body)
+            .ok()?
+            .usage
+            .map(Usage::from);
     };
-    usage.map(Usage::from)
+    match read_openai_usage(rest) {
+        Some(decided) => decided,
+        None => Option::<OpenAiUsage>::deserialize(&mut serde_json::Deserializer::from_slice(rest))
+            .ok()?
+            .map(Usage::from),
+    }
 }
 
-/// What follows `"key":` in the top-level object of `json` (the key's value and the rest of
-/// the document), or `None` when the top-level object has no such key written without
-/// escapes. Strings are skipped whole (escaped quotes included) and nesting is counted, so a
-/// key of a nested object or text inside a string never matches. Nothing else is validated.
-fn after_top_level_key<'a>(json: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while let Some(&byte) = json.get(i) {
-        match byte {
-            b'"' => {
-                let start = i + 1;
-                let mut j = start;
-                let end = loop {
-                    let k = j + memchr::memchr2(b'"', b'\\', json.get(j..)?)?;
-                    if json[k] == b'"' {
-                        break k;
-                    }
-                    // A backslash escapes the byte after it.
-                    j = k + 2;
-                };
-                i = end + 1;
-                if depth == 1 {
-                    let rest = json.get(i..)?;
-                    let colon = rest
-                        .iter()
-                        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))?;
-                    if rest[colon] == b':' && &json[start..end] == key {
-                        return rest.get(colon + 1..);
-                    }
-                }
-            }
-            b'{' | b'[' => {
-                depth += 1;
-                i += 1;
-            }
-            b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return None;
-                }
-                i += 1;
-            }
-            _ => i += 1,
-        }
+/// The OpenAI `usage` value at the start of `json` (`null` gives `Some(None)`), read by the
+/// scanner as [`OpenAiUsage`]'s serde derive would read it; `None` when the scanner leaves it
+/// undecided.
+fn read_openai_usage(json: &[u8]) -> Option<Option<Usage>> {
+    let mut c = Cursor::new(json);
+    if c.eat_literal(b"null") {
+        return Some(None);
     }
-    None
+    let mut u = Usage::default();
+    let mut seen = [false; 4];
+    c.object(|key, c| {
+        let i = match key {
+            b"prompt_tokens" => 0,
+            b"completion_tokens" => 1,
+            b"prompt_tokens_details" => 2,
+            b"completion_tokens_details" => 3,
+            _ => return c.skip_value(),
+        };
+        if std::mem::replace(&mut seen[i], true) {
+            return None; // a duplicate field: serde refuses it
+        }
+        match i {
+            0 => u.prompt_tokens = c.count()?.unwrap_or(0),
+            1 => u.completion_tokens = c.count()?.unwrap_or(0),
+            2 => {
+                let [cached, written] = c
+                    .counts([b"cached_tokens", b"cache_write_tokens"])?
+                    .unwrap_or_default();
+                u.cached_tokens = cached.unwrap_or(0);
+                u.cache_write_tokens = written.unwrap_or(0);
+            }
+            _ => {
+                let [reasoning] = c.counts([b"reasoning_tokens"])?.unwrap_or_default();
+                u.reasoning_tokens = reasoning.unwrap_or(0);
+            }
+        }
+        Some(())
+    })?;
+    Some(Some(u))
 }
 
 /// What a usage-bearing OpenAI stream chunk says.
@@ -317,17 +315,56 @@ mod tests {
         assert_eq!(openai_response_usage(br#"{"a":"unterminated"#), None);
     }
 
+    /// The scanner's answer, where it gives one, is serde's; where it gives none, serde
+    /// decides (the public function's answer is then serde's too).
     #[test]
-    fn the_scan_returns_what_follows_the_key() {
-        let json = br#"{"x":{"usage":1},"y":["usage",{"usage":2}],"usage" :[3],"z":4}"#;
+    fn the_scanner_agrees_with_serde_or_defers_to_it() {
+        let serde_reads = |v: &[u8]| -> Option<Usage> {
+            Option::<OpenAiUsage>::deserialize(&mut serde_json::Deserializer::from_slice(v))
+                .ok()?
+                .map(Usage::from)
+        };
+        let cases: &[(&[u8], bool)] = &[
+            // (the usage value and what follows it, whether the scanner decides)
+            (br#"{"prompt_tokens":4,"completion_tokens":8,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}},"service_tier":"default"}"#, true),
+            (br#"{"prompt_tokens":120,"completion_tokens":30,"prompt_tokens_details":{"cached_tokens":100,"cache_write_tokens":7},"completion_tokens_details":{"reasoning_tokens":10}}}"#, true),
+            (b" {\n \"completion_tokens\" : 3 ,\"prompt_tokens\":null } ,", true),
+            (br#"{"prompt_tokens_details":null,"completion_tokens_details":{},"extra":[{"a":"}"}],"s":"\"q"}"#, true),
+            (br#"{}"#, true),
+            (br#"null,"#, true),
+            (br#"{"prompt_tokens":5,"prompt_tokens":6}"#, false),
+            (br#"{"prompt_tokens":5.0}"#, false),
+            (br#"{"prompt_tokens":-5}"#, false),
+            (br#"{"prompt_tokens":"5"}"#, false),
+            (br#"{"pr\u006fmpt_tokens":5}"#, false),
+            (br#"{"prompt_tokens_details":{"cached_tokens":1,"cached_tokens":2}}"#, false),
+            (br#"{"prompt_tokens_details":3}"#, false),
+            (br#"{"prompt_tokens":5"#, false),
+            (br#"[1,2]"#, false),
+        ];
+        for (value, decides) in cases {
+            let shown = String::from_utf8_lossy(value);
+            match read_openai_usage(value) {
+                Some(decided) => {
+                    assert!(decides, "scanner decided {shown}");
+                    assert_eq!(decided, serde_reads(value), "{shown}");
+                }
+                None => assert!(!decides, "scanner deferred {shown}"),
+            }
+            let body = [&b"{\"id\":\"x\",\"usage\":"[..], value].concat();
+            let whole = openai_response_usage(&body);
+            assert_eq!(whole, serde_reads(value), "{shown}");
+        }
         assert_eq!(
-            after_top_level_key(json, b"usage"),
-            Some(&br#"[3],"z":4}"#[..])
+            read_openai_usage(br#"{"prompt_tokens":120,"completion_tokens":30,"prompt_tokens_details":{"cached_tokens":100,"cache_write_tokens":7},"completion_tokens_details":{"reasoning_tokens":10}}"#),
+            Some(Some(Usage {
+                prompt_tokens: 120,
+                completion_tokens: 30,
+                cached_tokens: 100,
+                cache_write_tokens: 7,
+                reasoning_tokens: 10,
+            }))
         );
-        assert_eq!(after_top_level_key(json, b"z"), Some(&b"4}"[..]));
-        assert_eq!(after_top_level_key(json, b"w"), None);
-        assert_eq!(after_top_level_key(br#"["usage",1]"#, b"usage"), None);
-        assert_eq!(after_top_level_key(br#"{"a":"\"#, b"usage"), None);
     }
 
     #[test]
