@@ -258,8 +258,7 @@ async fn run(
         }
         seq += 1;
         let sent = Instant::now();
-        let mut failure = None;
-        settled = None;
+        let mut report = AttemptReport::default();
         let result = attempt_once(
             state,
             Call {
@@ -278,12 +277,12 @@ async fn run(
                     .as_ref()
                     .map_or_else(chrono::Utc::now, |g| g.started_at),
             },
-            &mut failure,
-            &mut settled,
+            &mut report,
         )
         .await;
+        settled = report.settled;
         let now = Instant::now();
-        let outcome = match (&result, failure) {
+        let outcome = match (&result, report.failure) {
             (_, Some((class, retry_after))) => Outcome::Failure { class, retry_after },
             // A gateway-side refusal (e.g. an untranslatable field): ends the plan.
             (Err(_), None) => Outcome::Failure {
@@ -293,7 +292,7 @@ async fn run(
             (Ok(_), None) => Outcome::Success {
                 latency: now - sent,
                 ttft: req.stream.then(|| now - sent),
-                completion_tokens: 0,
+                completion_tokens: report.completion_tokens,
             },
         };
         attempts.report(&attempt, outcome, now);
@@ -668,13 +667,25 @@ struct Call<'a> {
     started_at: chrono::DateTime<chrono::Utc>,
 }
 
-/// Plans, sends and relays one attempt. `failure` is set when the upstream failed (the
-/// class decides retries, fallbacks and cooldowns); a response is returned either way.
+/// What an attempt reports besides its response.
+#[derive(Debug, Default)]
+struct AttemptReport {
+    /// Set when the upstream failed, with its `retry-after`: the class decides retries,
+    /// fallbacks and cooldowns.
+    failure: Option<(FailureClass, Option<Duration>)>,
+    /// The settlement of a governed call.
+    settled: Option<Settled>,
+    /// Completion tokens of a successful non-streamed answer, from its usage (the router
+    /// adds them to the deployment's TPM for this minute).
+    completion_tokens: u64,
+}
+
+/// Plans, sends and relays one attempt, reporting into `report`; a response is returned
+/// either way.
 async fn attempt_once(
     state: &Arc<AppState>,
     call: Call<'_>,
-    failure: &mut Option<(FailureClass, Option<Duration>)>,
-    settled: &mut Option<Settled>,
+    report: &mut AttemptReport,
 ) -> Result<Response, GatewayError> {
     let Call {
         endpoint,
@@ -717,9 +728,9 @@ async fn attempt_once(
     // LiteLLM's error mocks: a `mock_response` naming one of its exceptions fails this attempt
     // as that upstream error would (retries, cooldowns and fallbacks apply).
     if let Some((class, envelope)) = req.mock_response.as_deref().and_then(mock_error) {
-        *failure = Some((class, None));
+        report.failure = Some((class, None));
         record.status = envelope.status;
-        *settled = finish(state, record);
+        report.settled = finish(state, record);
         return Err(GatewayError::from(envelope));
     }
 
@@ -748,7 +759,7 @@ async fn attempt_once(
     let (path, upstream_body, relay) = match plan {
         Plan::LocalTokenCount => {
             let n = estimate_input_tokens(req);
-            *settled = finish(state, record);
+            report.settled = finish(state, record);
             return Ok(json_response(
                 StatusCode::OK,
                 Bytes::from(format!("{{\"input_tokens\":{n}}}")),
@@ -807,9 +818,9 @@ async fn attempt_once(
     let reply = match send(state, dep, outgoing).await {
         Ok(r) => r,
         Err((err, class)) => {
-            *failure = Some((class, None));
+            report.failure = Some((class, None));
             record.status = err.envelope.status;
-            *settled = finish(state, record);
+            report.settled = finish(state, record);
             return Err(err);
         }
     };
@@ -820,7 +831,7 @@ async fn attempt_once(
     } = &reply
         && !status.is_success()
     {
-        *failure = Some(classify(*status, up, body));
+        report.failure = Some(classify(*status, up, body));
     }
     let ctx_request = client_request.as_ref().unwrap_or(&Value::Null);
     let ctx = ResponseContext {
@@ -938,7 +949,8 @@ async fn attempt_once(
             if let Err(e) = &resp {
                 record.status = e.envelope.status;
             }
-            *settled = finish(state, record);
+            report.completion_tokens = record.usage.map_or(0, |u| u.completion_tokens);
+            report.settled = finish(state, record);
             resp
         }
     }

@@ -537,3 +537,27 @@ async fn memory_stays_flat_across_failing_requests_with_retries_and_fallbacks() 
     );
     assert_eq!(m.request_count(), 1500 * 6);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_based_routing_counts_the_completion_tokens_of_each_answer() {
+    let m = mock().await;
+    // Each answer from east reports 1,000 completion tokens, each from west 1.
+    script(&m, json!({"key": "east", "default": {"usage": [1, 1000]}}));
+    script(&m, json!({"key": "west", "default": {"usage": [1, 1]}}));
+    let gw = Gateway::start(&config(
+        &m.base_url(),
+        "  num_retries: 0\n  routing_strategy: usage-based-routing-v2\n",
+    ));
+    for _ in 0..10 {
+        let r = chat(&gw, msg("pair")).await;
+        assert_eq!(r.status(), 200);
+        let v: Value = r.json().await.unwrap();
+        assert!(v["usage"]["completion_tokens"] == 1000 || v["usage"]["completion_tokens"] == 1);
+    }
+    // Requests alone would alternate (each adds one request and the same prompt estimate,
+    // ~20 tokens). East's one answer puts it 1,000 tokens ahead for the minute, so every
+    // other request goes to west.
+    let seen = calls(&m);
+    let east = seen.iter().filter(|d| *d == "east").count();
+    assert_eq!((east, seen.len() - east), (1, 9), "{seen:?}");
+}
