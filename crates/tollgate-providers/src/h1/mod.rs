@@ -18,6 +18,7 @@ mod body;
 mod chunked;
 mod exchange;
 mod head;
+mod names;
 mod pool;
 
 pub(crate) use body::Body;
