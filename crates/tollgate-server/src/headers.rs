@@ -24,20 +24,47 @@ pub fn forward_upstream(upstream: &HeaderMap, out: &mut HeaderMap) {
             if n != "openai-processing-ms" {
                 out.append(name.clone(), value.clone());
             }
-            out.append(HeaderName::from_static(prefixed), value.clone());
+            out.append(prefixed, value.clone());
         }
     }
 }
 
 /// LiteLLM's `llm_provider-` copy of a provider header the gateway relays that way.
-fn provider_copy(name: &str) -> Option<&'static str> {
+fn provider_copy(name: &str) -> Option<HeaderName> {
+    const X_REQUEST_ID: HeaderName = HeaderName::from_static("llm_provider-x-request-id");
+    const REQUEST_ID: HeaderName = HeaderName::from_static("llm_provider-request-id");
+    const PROCESSING_MS: HeaderName =
+        HeaderName::from_static("llm_provider-openai-processing-ms");
     match name {
-        "x-request-id" => Some("llm_provider-x-request-id"),
-        "request-id" => Some("llm_provider-request-id"),
-        "openai-processing-ms" => Some("llm_provider-openai-processing-ms"),
+        "x-request-id" => Some(X_REQUEST_ID),
+        "request-id" => Some(REQUEST_ID),
+        "openai-processing-ms" => Some(PROCESSING_MS),
         _ => None,
     }
 }
+
+/// `x-litellm-call-id`. The gateway's own names are built at compile time: `from_static`
+/// called at run time checks every byte again, per response.
+pub const X_LITELLM_CALL_ID: HeaderName = HeaderName::from_static("x-litellm-call-id");
+/// `x-litellm-model-id`.
+pub const X_LITELLM_MODEL_ID: HeaderName = HeaderName::from_static("x-litellm-model-id");
+/// `x-litellm-model-group`.
+pub const X_LITELLM_MODEL_GROUP: HeaderName = HeaderName::from_static("x-litellm-model-group");
+/// `x-litellm-version`.
+pub const X_LITELLM_VERSION: HeaderName = HeaderName::from_static("x-litellm-version");
+/// `x-litellm-attempted-retries`.
+pub const X_LITELLM_ATTEMPTED_RETRIES: HeaderName =
+    HeaderName::from_static("x-litellm-attempted-retries");
+/// `x-litellm-attempted-fallbacks`.
+pub const X_LITELLM_ATTEMPTED_FALLBACKS: HeaderName =
+    HeaderName::from_static("x-litellm-attempted-fallbacks");
+/// `x-litellm-num-retries` (request): retries for this request.
+pub const X_LITELLM_NUM_RETRIES: HeaderName = HeaderName::from_static("x-litellm-num-retries");
+/// `x-litellm-timeout` (request): this request's limit, seconds.
+pub const X_LITELLM_TIMEOUT: HeaderName = HeaderName::from_static("x-litellm-timeout");
+/// `x-litellm-stream-timeout` (request): a stream's first-byte and idle limit, seconds.
+pub const X_LITELLM_STREAM_TIMEOUT: HeaderName =
+    HeaderName::from_static("x-litellm-stream-timeout");
 
 /// Identifiers of one call, sent back as LiteLLM's `x-litellm-*` headers (§7).
 #[derive(Debug, Clone)]
@@ -53,23 +80,16 @@ pub struct CallHeaders<'a> {
 impl CallHeaders<'_> {
     /// Writes the headers into `out`.
     pub fn write(self, out: &mut HeaderMap) {
-        put(out, "x-litellm-call-id", self.call_id);
+        if let Ok(v) = HeaderValue::from_str(self.call_id) {
+            out.insert(X_LITELLM_CALL_ID, v);
+        }
         if let Some(id) = self.model_id {
-            out.insert(HeaderName::from_static("x-litellm-model-id"), id);
+            out.insert(X_LITELLM_MODEL_ID, id);
         }
         if let Some(g) = self.model_group {
-            out.insert(HeaderName::from_static("x-litellm-model-group"), g);
+            out.insert(X_LITELLM_MODEL_GROUP, g);
         }
-        out.insert(
-            HeaderName::from_static("x-litellm-version"),
-            HeaderValue::from_static(crate::VERSION),
-        );
-    }
-}
-
-fn put(out: &mut HeaderMap, name: &'static str, value: &str) {
-    if let Ok(v) = HeaderValue::from_str(value) {
-        out.insert(HeaderName::from_static(name), v);
+        out.insert(X_LITELLM_VERSION, HeaderValue::from_static(crate::VERSION));
     }
 }
 

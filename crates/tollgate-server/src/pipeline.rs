@@ -50,7 +50,10 @@ use tollgate_translate::{
 
 use crate::errors::GatewayError;
 use crate::gate::facts;
-use crate::headers::{CallHeaders, forward_upstream};
+use crate::headers::{
+    CallHeaders, X_LITELLM_ATTEMPTED_FALLBACKS, X_LITELLM_ATTEMPTED_RETRIES, X_LITELLM_NUM_RETRIES,
+    X_LITELLM_STREAM_TIMEOUT, X_LITELLM_TIMEOUT, forward_upstream,
+};
 use crate::mock_provider::{self, MockAnswer};
 use crate::plan::{Pair, Passthrough, Plan, plan};
 use crate::relay::handlers::{
@@ -170,7 +173,7 @@ async fn run(
             .typed_field::<u32>("num_retries", "a non-negative integer")
             .ok()
             .flatten()
-            .or_else(|| header_num(headers, "x-litellm-num-retries")),
+            .or_else(|| header_num(headers, &X_LITELLM_NUM_RETRIES)),
         fallbacks: req
             .body
             .typed_field::<Vec<String>>("fallbacks", "a list of model names")
@@ -185,10 +188,10 @@ async fn run(
     let timeout_override = ClientTimeouts {
         total: req
             .timeout_s
-            .or_else(|| header_num(headers, "x-litellm-timeout")),
+            .or_else(|| header_num(headers, &X_LITELLM_TIMEOUT)),
         stream: req
             .stream_timeout_s
-            .or_else(|| header_num(headers, "x-litellm-stream-timeout"))
+            .or_else(|| header_num(headers, &X_LITELLM_STREAM_TIMEOUT))
             .filter(|_| req.stream),
     };
     let mut last: Option<Result<Response, GatewayError>> = None;
@@ -308,12 +311,11 @@ async fn run(
         (None, _) => Err(no_deployments(&req.model, 1)),
     };
     let counts = [
-        ("x-litellm-attempted-retries", summary.attempted_retries),
-        ("x-litellm-attempted-fallbacks", summary.attempted_fallbacks),
+        (X_LITELLM_ATTEMPTED_RETRIES, summary.attempted_retries),
+        (X_LITELLM_ATTEMPTED_FALLBACKS, summary.attempted_fallbacks),
     ];
     for (name, n) in counts {
-        // A static name: inserting by `&str` would copy a non-standard name per response.
-        let (name, v) = (HeaderName::from_static(name), count_header(n));
+        let v = count_header(n);
         match &mut result {
             Ok(r) => {
                 r.headers_mut().insert(name, v);
@@ -1086,7 +1088,10 @@ fn classify(
 }
 
 /// A numeric request or response header, if present and valid.
-fn header_num<T: std::str::FromStr>(headers: &HeaderMap, name: &str) -> Option<T> {
+fn header_num<T: std::str::FromStr>(
+    headers: &HeaderMap,
+    name: impl http::header::AsHeaderName,
+) -> Option<T> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
