@@ -33,8 +33,7 @@ pub fn forward_upstream(upstream: &HeaderMap, out: &mut HeaderMap) {
 fn provider_copy(name: &str) -> Option<HeaderName> {
     const X_REQUEST_ID: HeaderName = HeaderName::from_static("llm_provider-x-request-id");
     const REQUEST_ID: HeaderName = HeaderName::from_static("llm_provider-request-id");
-    const PROCESSING_MS: HeaderName =
-        HeaderName::from_static("llm_provider-openai-processing-ms");
+    const PROCESSING_MS: HeaderName = HeaderName::from_static("llm_provider-openai-processing-ms");
     match name {
         "x-request-id" => Some(X_REQUEST_ID),
         "request-id" => Some(REQUEST_ID),
