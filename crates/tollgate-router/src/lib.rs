@@ -37,7 +37,7 @@ mod testutil;
 pub use config::{AllowedFailsPolicy, ConfigError, RetryPolicy, RouterConfig, RoutingStrategy};
 pub use failure::{FailureClass, Outcome};
 pub use group::{DeploymentLimits, ModelGroup, RoutedDeployment};
-pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy};
+pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy, StreamSlot};
 pub use resolve::{Route, RouteError, Router};
 pub use state::{
     CooldownRule, CooldownTrigger, DeploymentSnapshot, InMemoryState, RouterState, SuccessSample,

@@ -81,13 +81,14 @@ pub struct Attempt<'a> {
     pub not_before: Instant,
     index: usize,
     seq: u32,
-    _in_flight: InFlight<'a>,
+    in_flight: InFlight<'a>,
 }
 
-/// Decrements the deployment's in-flight count on drop.
+/// Decrements the deployment's in-flight count on drop, unless handed to a [`StreamSlot`].
 struct InFlight<'a> {
     state: &'a dyn RouterState,
     slot: usize,
+    handed_over: bool,
 }
 
 impl std::fmt::Debug for InFlight<'_> {
@@ -100,7 +101,56 @@ impl std::fmt::Debug for InFlight<'_> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.state.end(self.slot);
+        if !self.handed_over {
+            self.state.end(self.slot);
+        }
+    }
+}
+
+impl Attempt<'_> {
+    /// Hands this attempt's in-flight count to a guard that outlives the plan: a stream is
+    /// in flight until its last event, not until its head (least-busy routing counts it, as
+    /// LiteLLM's does until the stream's success or failure is logged). `router` must be the
+    /// router this attempt's plan came from.
+    pub fn hold_in_flight(&mut self, router: Arc<Router>) -> StreamSlot {
+        debug_assert!(std::ptr::addr_eq(
+            router.state.as_ref(),
+            self.in_flight.state
+        ));
+        self.in_flight.handed_over = true;
+        StreamSlot {
+            router,
+            slot: self.in_flight.slot,
+        }
+    }
+}
+
+/// A stream's hold on its deployment: the in-flight count ends when this is dropped, and the
+/// stream's completion tokens, known only at its end, are added to the deployment's TPM.
+pub struct StreamSlot {
+    router: Arc<Router>,
+    slot: usize,
+}
+
+impl std::fmt::Debug for StreamSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamSlot")
+            .field("slot", &self.slot)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamSlot {
+    /// Adds `tokens` to the deployment's TPM for the minute of `now` (nothing once that
+    /// minute has passed).
+    pub fn add_tokens(&self, now: Instant, tokens: u64) {
+        self.router.state.add_tokens(self.slot, now, tokens);
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.router.state.end(self.slot);
     }
 }
 
@@ -365,9 +415,10 @@ impl<'a> AttemptPlan<'a> {
                         not_before,
                         index,
                         seq: self.seq,
-                        _in_flight: InFlight {
+                        in_flight: InFlight {
                             state: router.state.as_ref(),
                             slot,
+                            handed_over: false,
                         },
                     });
                 }

@@ -96,6 +96,9 @@ pub trait RouterState: Send + Sync + fmt::Debug {
     fn begin(&self, slot: usize, now: Instant, prompt_tokens: u64);
     /// An attempt ends (whatever its outcome): one fewer in flight.
     fn end(&self, slot: usize);
+    /// Adds `tokens` to this minute's TPM (a stream's completion tokens, known at its end);
+    /// nothing when the usage counted is from an earlier minute.
+    fn add_tokens(&self, slot: usize, now: Instant, tokens: u64);
     /// Records a success: latency averages and completion tokens.
     fn record_success(&self, slot: usize, now: Instant, sample: &SuccessSample);
     /// Records a failure that counts towards cooldown; returns the cooldown deadline if this
@@ -209,6 +212,15 @@ impl RouterState for InMemoryState {
 
     fn end(&self, slot: usize) {
         self.with(slot, |s| s.in_flight = s.in_flight.saturating_sub(1));
+    }
+
+    fn add_tokens(&self, slot: usize, now: Instant, tokens: u64) {
+        let minute = self.minute(now);
+        self.with(slot, |s| {
+            if s.minute == minute {
+                s.tpm_used = s.tpm_used.saturating_add(tokens);
+            }
+        });
     }
 
     fn record_success(&self, slot: usize, now: Instant, sample: &SuccessSample) {

@@ -41,7 +41,9 @@ use tollgate_protocol::usage::{anthropic_response_usage, openai_response_usage};
 use tollgate_providers::UpstreamError;
 use tollgate_providers::deployment::MockBehaviour;
 use tollgate_providers::{Deployment, WireDialect};
-use tollgate_router::{FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, RouteError};
+use tollgate_router::{
+    FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, RouteError, StreamSlot,
+};
 use tollgate_translate::responses_to_chat::ResponseContext;
 use tollgate_translate::{
     RequestOptions, TranslateError, anthropic_to_chat, chat_to_anthropic, completions_to_anthropic,
@@ -198,7 +200,7 @@ async fn run(
     let mut seq: u32 = 0;
     let mut rate_limits: Vec<RateLimitStatus> = Vec::new();
     let mut settled: Option<Settled> = None;
-    while let Some(attempt) = attempts.next_attempt(Instant::now()) {
+    while let Some(mut attempt) = attempts.next_attempt(Instant::now()) {
         // Only a retry backoff sleeps: tokio's timer has 1 ms granularity, so even a deadline
         // already passed would cost the first attempt up to a millisecond.
         if attempt.not_before > Instant::now() {
@@ -260,6 +262,10 @@ async fn run(
             rate_limits.extend_from_slice(c.reservation.rate_limits());
         }
         seq += 1;
+        // A stream stays in flight on its deployment until its last event.
+        let stream_slot = req
+            .stream
+            .then(|| attempt.hold_in_flight(Arc::clone(&router)));
         let sent = Instant::now();
         let mut report = AttemptReport::default();
         let result = attempt_once(
@@ -279,6 +285,7 @@ async fn run(
                 started_at: governed
                     .as_ref()
                     .map_or_else(chrono::Utc::now, |g| g.started_at),
+                stream_slot,
             },
             &mut report,
         )
@@ -667,6 +674,9 @@ struct Call<'a> {
     /// The admitted attempt (governance on), settled when the call ends.
     charge: Option<Charge>,
     started_at: chrono::DateTime<chrono::Utc>,
+    /// A stream's hold on its deployment (in flight until the stream ends; its completion
+    /// tokens counted then).
+    stream_slot: Option<StreamSlot>,
 }
 
 /// What an attempt reports besides its response.
@@ -702,6 +712,7 @@ async fn attempt_once(
         started,
         charge,
         started_at,
+        stream_slot,
     } = call;
     let dialect = endpoint.dialect();
     let timeouts = dep
@@ -878,6 +889,7 @@ async fn attempt_once(
                 handler,
                 record,
                 Arc::clone(&state.sink),
+                stream_slot,
             );
             let mut resp = sse_response(stream);
             forward_upstream(&up, resp.headers_mut());

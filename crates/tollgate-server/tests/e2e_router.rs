@@ -561,3 +561,62 @@ async fn usage_based_routing_counts_the_completion_tokens_of_each_answer() {
     let east = seen.iter().filter(|d| *d == "east").count();
     assert_eq!((east, seen.len() - east), (1, 9), "{seen:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_based_routing_counts_a_streams_completion_tokens_at_its_end() {
+    let m = mock().await;
+    script(&m, json!({"key": "east", "default": {"usage": [1, 1000]}}));
+    script(&m, json!({"key": "west", "default": {"usage": [1, 1]}}));
+    let gw = Gateway::start(&config(
+        &m.base_url(),
+        "  num_retries: 0\n  routing_strategy: usage-based-routing-v2\n",
+    ));
+    for _ in 0..10 {
+        let mut body = msg("pair");
+        body["stream"] = json!(true);
+        let r = chat(&gw, body).await;
+        assert_eq!(r.status(), 200);
+        let text = r.text().await.unwrap();
+        assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    }
+    // Usage arrives in the stream's last chunk: east's 1,000 tokens count from then on.
+    let seen = calls(&m);
+    let east = seen.iter().filter(|d| *d == "east").count();
+    assert_eq!((east, seen.len() - east), (1, 9), "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn least_busy_counts_a_stream_in_flight_until_its_last_event() {
+    let m = mock().await;
+    for d in ["east", "west"] {
+        script(
+            &m,
+            json!({"key": d, "default": {"chunks": 4, "chunk_delay_ms": 400}}),
+        );
+    }
+    let gw = Gateway::start(&config(
+        &m.base_url(),
+        "  num_retries: 0\n  routing_strategy: least-busy\n",
+    ));
+    // One stream's head has arrived; its events are still coming.
+    let mut body = msg("pair");
+    body["stream"] = json!(true);
+    let open = chat(&gw, body).await;
+    assert_eq!(open.status(), 200);
+    let streaming = calls(&m);
+    assert_eq!(streaming.len(), 1);
+    let other = if streaming[0] == "east" { "west" } else { "east" };
+    for d in ["east", "west"] {
+        script(&m, json!({"key": d, "default": {}}));
+    }
+    for _ in 0..6 {
+        assert_eq!(chat(&gw, msg("pair")).await.status(), 200);
+    }
+    assert_eq!(
+        calls(&m),
+        vec![other; 6],
+        "the deployment serving the stream stays busy"
+    );
+    let text = open.text().await.unwrap();
+    assert!(text.ends_with("data: [DONE]\n\n"));
+}

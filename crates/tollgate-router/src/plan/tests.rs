@@ -724,3 +724,31 @@ fn allowed_fails_policy_sets_the_threshold_per_error_class() {
     let mut plan = r.plan("b", retries(0)).unwrap();
     assert!(plan.next_attempt(t0).is_none(), "b1 cooling after one 401");
 }
+
+#[test]
+fn a_held_stream_stays_in_flight_and_adds_its_tokens_at_its_end() {
+    let r = Arc::new(router(vec![group("a", &["a1"])], RouterConfig::default()));
+    let t0 = Instant::now();
+    let slot = {
+        let mut plan = r.plan("a", retries(0)).unwrap();
+        let mut attempt = plan.next_attempt(t0).unwrap();
+        let slot = attempt.hold_in_flight(Arc::clone(&r));
+        plan.report(&attempt, ok_ms(5), t0);
+        slot
+        // The attempt and its plan end here; the stream goes on.
+    };
+    let snap = r.state().snapshot(0, t0);
+    assert_eq!((snap.in_flight, snap.rpm_used), (1, 1));
+    let before = snap.tpm_used;
+    slot.add_tokens(t0, 1_000);
+    assert_eq!(r.state().snapshot(0, t0).tpm_used, before + 1_000);
+    drop(slot);
+    assert_eq!(r.state().snapshot(0, t0).in_flight, 0);
+
+    // Without a hold, the attempt's end is its drop.
+    let mut plan = r.plan("a", retries(0)).unwrap();
+    let attempt = plan.next_attempt(t0).unwrap();
+    assert_eq!(r.state().snapshot(0, t0).in_flight, 1);
+    drop(attempt);
+    assert_eq!(r.state().snapshot(0, t0).in_flight, 0);
+}

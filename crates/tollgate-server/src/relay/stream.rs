@@ -25,6 +25,7 @@ use futures_util::Stream;
 use tokio::time::Sleep;
 use tollgate_protocol::{RawEvent, SseFramer};
 use tollgate_providers::UpstreamError;
+use tollgate_router::StreamSlot;
 
 use super::handlers::{EventHandler, Step};
 use super::{CallRecord, CallSink};
@@ -47,6 +48,7 @@ pub struct StreamRelay {
     saw_end: bool,
     record: Option<CallRecord>,
     sink: Arc<dyn CallSink>,
+    router_slot: Option<StreamSlot>,
 }
 
 impl std::fmt::Debug for StreamRelay {
@@ -59,13 +61,15 @@ impl std::fmt::Debug for StreamRelay {
 
 impl StreamRelay {
     /// Relays `upstream` through `handler`. `record` is completed and sent to `sink` exactly
-    /// once, when the stream ends or is dropped.
+    /// once, when the stream ends or is dropped; then `router_slot` gets the stream's
+    /// completion tokens and ends its in-flight count.
     pub fn new(
         upstream: UpstreamBytes,
         idle: Duration,
         handler: Box<dyn EventHandler>,
         record: CallRecord,
         sink: Arc<dyn CallSink>,
+        router_slot: Option<StreamSlot>,
     ) -> Self {
         Self {
             upstream,
@@ -78,6 +82,7 @@ impl StreamRelay {
             saw_end: false,
             record: Some(record),
             sink,
+            router_slot,
         }
     }
 
@@ -135,8 +140,12 @@ impl StreamRelay {
             r.usage = self.handler.usage().or(r.usage);
             r.client_disconnected = client_disconnected;
             r.ended = Instant::now();
+            if let (Some(slot), Some(u)) = (self.router_slot.take(), r.usage) {
+                slot.add_tokens(r.ended, u.completion_tokens);
+            }
             self.sink.record(r);
         }
+        self.router_slot = None;
     }
 }
 
@@ -246,6 +255,7 @@ mod tests {
             Box::new(OpenAiPassthrough::new(strip)),
             record(),
             sink.clone(),
+            None,
         );
         let out: Vec<u8> = relay
             .map(|r| r.unwrap().to_vec())
@@ -316,6 +326,7 @@ mod tests {
             Box::new(OpenAiPassthrough::new(false)),
             record(),
             sink.clone(),
+            None,
         );
         let out: Vec<u8> = relay
             .map(|r| r.unwrap().to_vec())
@@ -341,6 +352,7 @@ mod tests {
             Box::new(OpenAiPassthrough::new(false)),
             record(),
             sink.clone(),
+            None,
         );
         let first = relay.next().await.unwrap().unwrap();
         assert!(first.starts_with(b"data: "));
