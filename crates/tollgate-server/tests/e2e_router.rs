@@ -605,7 +605,11 @@ async fn least_busy_counts_a_stream_in_flight_until_its_last_event() {
     assert_eq!(open.status(), 200);
     let streaming = calls(&m);
     assert_eq!(streaming.len(), 1);
-    let other = if streaming[0] == "east" { "west" } else { "east" };
+    let other = if streaming[0] == "east" {
+        "west"
+    } else {
+        "east"
+    };
     for d in ["east", "west"] {
         script(&m, json!({"key": d, "default": {}}));
     }

@@ -25,29 +25,9 @@ pub const UPSTREAM_KEY: &str = "sk-upstream-mock";
 /// Dollar tolerance for cost comparisons.
 pub const EPS: f64 = 1e-9;
 
-/// A temporary directory removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        let p = std::env::temp_dir().join(format!(
-            "tollgate-gov-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
-        ));
-        std::fs::create_dir_all(&p).expect("create temp dir");
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "tempdir.rs"]
+mod tempdir;
+pub use tempdir::TempDir;
 
 /// A running gateway whose config directory (and so its default SQLite file) is visible.
 /// Killed on drop.
@@ -69,7 +49,7 @@ impl GovGateway {
     /// "listening on" line (at most 20 s). `DATABASE_URL` and `LITELLM_MASTER_KEY` are removed
     /// from its environment so the config alone decides the store.
     pub fn start_with_log(config: &str, rust_log: &str) -> GovGateway {
-        let dir = TempDir::new();
+        let dir = TempDir::new("gov");
         let path = dir.0.join("config.yaml");
         std::fs::write(&path, config).expect("write config");
         let mut child = Command::new(env!("CARGO_BIN_EXE_tollgate"))

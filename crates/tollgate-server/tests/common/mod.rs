@@ -17,29 +17,7 @@ pub struct Gateway {
     _dir: tempdir::TempDir,
 }
 
-pub mod tempdir {
-    /// A temporary directory removed on drop.
-    pub struct TempDir(pub std::path::PathBuf);
-    impl TempDir {
-        pub fn new(tag: &str) -> Self {
-            let p = std::env::temp_dir().join(format!(
-                "tollgate-test-{tag}-{}-{}",
-                std::process::id(),
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos()
-            ));
-            std::fs::create_dir_all(&p).unwrap();
-            TempDir(p)
-        }
-    }
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
+pub mod tempdir;
 
 pub const MASTER: &str = "sk-e2e-master-CANARY1";
 pub const UPSTREAM_KEY: &str = "sk-upstream-CANARY2";
