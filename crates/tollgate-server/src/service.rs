@@ -15,10 +15,11 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::response::Response;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::future::Either;
 use http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use tower_service::Service as _;
 
@@ -59,17 +60,69 @@ pub fn gateway_service(
 /// Reads a whole request body of at most `limit` bytes (`general_settings.max_request_size_mb`).
 ///
 /// Errors: 413 when the body (or its `content-length`) is larger than `limit`; 400 when the
-/// client's stream fails before the body is complete.
-pub async fn read_body(body: Incoming, limit: usize) -> Result<Bytes, BodyError> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => Err(BodyError {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            detail: e.to_string(),
-        }),
-        Err(e) => Err(BodyError {
+/// client's stream fails before the body is complete. Before a 413 the rest of the body is
+/// read and dropped, up to [`DRAIN_AFTER_LIMIT_BYTES`] and [`DRAIN_AFTER_LIMIT`]: a connection
+/// closed with unread bytes is reset, and a client still sending would see the reset instead
+/// of the 413 (RFC 9112 §9.6 asks a server to close gracefully for that reason).
+pub async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, BodyError> {
+    let too_large = || BodyError {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        detail: "length limit exceeded".to_owned(),
+    };
+    if body.size_hint().lower() > limit as u64 {
+        drain(body).await;
+        return Err(too_large());
+    }
+    // One frame (the usual case) is kept as it arrived; more are copied into one buffer.
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<BytesMut> = None;
+    let mut len = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| BodyError {
             status: StatusCode::BAD_REQUEST,
             detail: format!("Failed to buffer the request body: {e}"),
-        }),
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        len += data.len();
+        if len > limit {
+            drain(body).await;
+            return Err(too_large());
+        }
+        match (&first, &mut joined) {
+            (None, _) => first = Some(data),
+            (Some(f), None) => {
+                let mut all = BytesMut::with_capacity(f.len() + data.len());
+                all.extend_from_slice(f);
+                all.extend_from_slice(&data);
+                joined = Some(all);
+            }
+            (Some(_), Some(all)) => all.extend_from_slice(&data),
+        }
     }
+    Ok(match joined {
+        Some(all) => all.freeze(),
+        None => first.unwrap_or_default(),
+    })
+}
+
+/// The most body bytes read and dropped after the limit was crossed.
+pub const DRAIN_AFTER_LIMIT_BYTES: usize = 4 << 20;
+/// The longest time spent reading them.
+pub const DRAIN_AFTER_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Reads and drops what is left of `body`, within the bounds above.
+async fn drain(mut body: Incoming) {
+    let mut left = DRAIN_AFTER_LIMIT_BYTES;
+    let _ = tokio::time::timeout(DRAIN_AFTER_LIMIT, async {
+        while let Some(Ok(frame)) = body.frame().await {
+            let n = frame.data_ref().map_or(0, Bytes::len);
+            match left.checked_sub(n) {
+                Some(l) => left = l,
+                None => return,
+            }
+        }
+    })
+    .await;
 }
