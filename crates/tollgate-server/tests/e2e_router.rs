@@ -538,32 +538,10 @@ async fn memory_stays_flat_across_failing_requests_with_retries_and_fallbacks() 
     assert_eq!(m.request_count(), 1500 * 6);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_based_routing_counts_the_completion_tokens_of_each_answer() {
-    let m = mock().await;
-    // Each answer from east reports 1,000 completion tokens, each from west 1.
-    script(&m, json!({"key": "east", "default": {"usage": [1, 1000]}}));
-    script(&m, json!({"key": "west", "default": {"usage": [1, 1]}}));
-    let gw = Gateway::start(&config(
-        &m.base_url(),
-        "  num_retries: 0\n  routing_strategy: usage-based-routing-v2\n",
-    ));
-    for _ in 0..10 {
-        let r = chat(&gw, msg("pair")).await;
-        assert_eq!(r.status(), 200);
-        let v: Value = r.json().await.unwrap();
-        assert!(v["usage"]["completion_tokens"] == 1000 || v["usage"]["completion_tokens"] == 1);
-    }
-    // Requests alone would alternate (each adds one request and the same prompt estimate,
-    // ~20 tokens). East's one answer puts it 1,000 tokens ahead for the minute, so every
-    // other request goes to west.
-    let seen = calls(&m);
-    let east = seen.iter().filter(|d| *d == "east").count();
-    assert_eq!((east, seen.len() - east), (1, 9), "{seen:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_based_routing_counts_a_streams_completion_tokens_at_its_end() {
+/// Ten requests (streamed or not) to the pair under usage-based-routing-v2, where each
+/// answer from east reports 1,000 completion tokens and each from west 1: how many went to
+/// (east, west).
+async fn usage_based_split(stream: bool) -> (usize, usize) {
     let m = mock().await;
     script(&m, json!({"key": "east", "default": {"usage": [1, 1000]}}));
     script(&m, json!({"key": "west", "default": {"usage": [1, 1]}}));
@@ -573,16 +551,35 @@ async fn usage_based_routing_counts_a_streams_completion_tokens_at_its_end() {
     ));
     for _ in 0..10 {
         let mut body = msg("pair");
-        body["stream"] = json!(true);
+        body["stream"] = json!(stream);
         let r = chat(&gw, body).await;
         assert_eq!(r.status(), 200);
-        let text = r.text().await.unwrap();
-        assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+        if stream {
+            let text = r.text().await.unwrap();
+            assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+        } else {
+            let v: Value = r.json().await.unwrap();
+            let n = &v["usage"]["completion_tokens"];
+            assert!(*n == 1000 || *n == 1, "{v}");
+        }
     }
-    // Usage arrives in the stream's last chunk: east's 1,000 tokens count from then on.
     let seen = calls(&m);
     let east = seen.iter().filter(|d| *d == "east").count();
-    assert_eq!((east, seen.len() - east), (1, 9), "{seen:?}");
+    (east, seen.len() - east)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_based_routing_counts_the_completion_tokens_of_each_answer() {
+    // Requests alone would alternate (each adds one request and the same prompt estimate,
+    // ~20 tokens). East's one answer puts it 1,000 tokens ahead for the minute, so every
+    // other request goes to west.
+    assert_eq!(usage_based_split(false).await, (1, 9));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_based_routing_counts_a_streams_completion_tokens_at_its_end() {
+    // Usage arrives in the stream's last chunk: east's 1,000 tokens count from then on.
+    assert_eq!(usage_based_split(true).await, (1, 9));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
