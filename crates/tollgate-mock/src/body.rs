@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use tokio::time::Sleep;
 
 use crate::observe::RequestGuard;
 
@@ -27,7 +26,7 @@ pub struct Aborted;
 pub struct MockBody {
     pieces: VecDeque<Bytes>,
     gap: Duration,
-    sleep: Option<Pin<Box<Sleep>>>,
+    sleep: Option<async_io::Timer>,
     guard: RequestGuard,
     exact_len: Option<u64>,
     abort_after: Option<usize>,
@@ -98,7 +97,7 @@ impl Body for MockBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Aborted>>> {
         let this = &mut *self;
         if let Some(sleep) = this.sleep.as_mut() {
-            if sleep.as_mut().poll(cx).is_pending() {
+            if Pin::new(sleep).poll(cx).is_pending() {
                 return Poll::Pending;
             }
             this.sleep = None;
@@ -117,7 +116,7 @@ impl Body for MockBody {
                     // The last byte is with the connection now: the response is complete.
                     this.guard.finish();
                 } else if !this.gap.is_zero() {
-                    this.sleep = Some(Box::pin(tokio::time::sleep(this.gap)));
+                    this.sleep = Some(crate::timer::sleep(this.gap));
                 }
                 Poll::Ready(Some(Ok(Frame::data(piece))))
             }

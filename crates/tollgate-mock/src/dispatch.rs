@@ -409,7 +409,7 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Respons
     };
     let delay = behavior.delay_ms.unwrap_or(base_delay) + behavior.first_byte_delay_ms.unwrap_or(0);
     if delay > 0 {
-        tokio::time::sleep(Duration::from_millis(delay)).await;
+        crate::timer::sleep(Duration::from_millis(delay)).await;
     }
 
     if let Some(body) = &behavior.body {

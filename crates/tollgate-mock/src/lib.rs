@@ -28,6 +28,7 @@ mod routes;
 mod server;
 mod state;
 pub mod synth;
+mod timer;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
