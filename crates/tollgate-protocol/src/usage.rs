@@ -28,6 +28,12 @@ impl Usage {
     pub fn total_tokens(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }
+
+    /// The prompt tokens when the usage reported them: every prompt has at least one
+    /// token, so 0 means the provider left the count out (the readers default it to 0).
+    pub fn reported_prompt_tokens(&self) -> Option<u64> {
+        (self.prompt_tokens > 0).then_some(self.prompt_tokens)
+    }
 }
 
 #[derive(Deserialize, Default)]

@@ -67,6 +67,7 @@ fn policy() -> RequestPolicy {
 const OK: Outcome = Outcome::Success {
     latency: Duration::from_millis(3),
     ttft: None,
+    prompt_tokens: Some(18),
     completion_tokens: 12,
 };
 

@@ -120,6 +120,9 @@ pub enum Outcome {
         latency: Duration,
         /// Time to the first stream event (streams only).
         ttft: Option<Duration>,
+        /// Prompt tokens the upstream reported (`None` if unknown); they replace the
+        /// attempt's prompt estimate in this minute's TPM.
+        prompt_tokens: Option<u64>,
         /// Completion tokens the upstream reported (0 if unknown), added to this minute's TPM.
         completion_tokens: u64,
     },

@@ -40,5 +40,6 @@ pub use group::{DeploymentLimits, ModelGroup, RoutedDeployment};
 pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy, StreamSlot};
 pub use resolve::{Route, RouteError, Router};
 pub use state::{
-    CooldownRule, CooldownTrigger, DeploymentSnapshot, InMemoryState, RouterState, SuccessSample,
+    AttemptTokens, CooldownRule, CooldownTrigger, DeploymentSnapshot, InMemoryState, RouterState,
+    SuccessSample,
 };

@@ -42,7 +42,7 @@ use crate::failure::{FailureClass, Outcome};
 use crate::group::{ModelGroup, RoutedDeployment};
 use crate::resolve::{RouteError, Router, upstream_for};
 use crate::select::{SelectCtx, Selection};
-use crate::state::{CooldownRule, CooldownTrigger, RouterState, SuccessSample};
+use crate::state::{AttemptTokens, CooldownRule, CooldownTrigger, RouterState, SuccessSample};
 
 /// First exponential backoff step (LiteLLM `INITIAL_RETRY_DELAY`): 0.5 s.
 pub const INITIAL_RETRY_DELAY: Duration = Duration::from_millis(500);
@@ -81,6 +81,10 @@ pub struct Attempt<'a> {
     pub not_before: Instant,
     index: usize,
     seq: u32,
+    /// When the attempt's prompt estimate was counted.
+    began: Instant,
+    /// That estimate, tokens.
+    prompt_estimate: u64,
     in_flight: InFlight<'a>,
 }
 
@@ -121,15 +125,19 @@ impl Attempt<'_> {
         StreamSlot {
             router,
             slot: self.in_flight.slot,
+            began: self.began,
+            prompt_estimate: self.prompt_estimate,
         }
     }
 }
 
 /// A stream's hold on its deployment: the in-flight count ends when this is dropped, and the
-/// stream's completion tokens, known only at its end, are added to the deployment's TPM.
+/// stream's usage, known only at its end, is settled in the deployment's TPM.
 pub struct StreamSlot {
     router: Arc<Router>,
     slot: usize,
+    began: Instant,
+    prompt_estimate: u64,
 }
 
 impl std::fmt::Debug for StreamSlot {
@@ -141,10 +149,17 @@ impl std::fmt::Debug for StreamSlot {
 }
 
 impl StreamSlot {
-    /// Adds `tokens` to the deployment's TPM for the minute of `now` (nothing once that
-    /// minute has passed).
-    pub fn add_tokens(&self, now: Instant, tokens: u64) {
-        self.router.state.add_tokens(self.slot, now, tokens);
+    /// Settles the stream's usage at `now` (its end) in the deployment's TPM, as
+    /// [`RouterState::settle_tokens`] does: `completion_tokens` are added, and
+    /// `prompt_tokens` (when reported) replace the prompt estimate counted at the start.
+    pub fn settle_usage(&self, now: Instant, prompt_tokens: Option<u64>, completion_tokens: u64) {
+        let tokens = AttemptTokens {
+            began: self.began,
+            prompt_estimate: self.prompt_estimate,
+            prompt_tokens,
+            completion_tokens,
+        };
+        self.router.state.settle_tokens(self.slot, now, &tokens);
     }
 }
 
@@ -415,6 +430,8 @@ impl<'a> AttemptPlan<'a> {
                         not_before,
                         index,
                         seq: self.seq,
+                        began: now,
+                        prompt_estimate: self.prompt_tokens,
                         in_flight: InFlight {
                             state: router.state.as_ref(),
                             slot,
@@ -448,6 +465,7 @@ impl<'a> AttemptPlan<'a> {
             Outcome::Success {
                 latency,
                 ttft,
+                prompt_tokens,
                 completion_tokens,
             } => {
                 router.state.record_success(
@@ -456,7 +474,12 @@ impl<'a> AttemptPlan<'a> {
                     &SuccessSample {
                         latency,
                         ttft,
-                        completion_tokens,
+                        tokens: AttemptTokens {
+                            began: attempt.began,
+                            prompt_estimate: attempt.prompt_estimate,
+                            prompt_tokens,
+                            completion_tokens,
+                        },
                     },
                 );
                 self.end = PlanEnd::Success;

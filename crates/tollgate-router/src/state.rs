@@ -38,7 +38,28 @@ pub struct SuccessSample {
     pub latency: Duration,
     /// Time to first token, streams only.
     pub ttft: Option<Duration>,
-    /// Completion tokens, added to this minute's TPM.
+    /// The tokens its usage reported (a stream's come later, through
+    /// [`RouterState::settle_tokens`]).
+    pub tokens: AttemptTokens,
+}
+
+/// The tokens of one answered attempt: what its start counted towards TPM and what the
+/// upstream's usage then reported.
+///
+/// An attempt's start adds an estimate of its prompt (body bytes / 4) to the minute's TPM so
+/// that requests routed meanwhile see it. The estimate can be far off: a base64 image is
+/// ~100 times more bytes than the tokens it is billed as. So once the usage arrives, the
+/// estimate is replaced by the reported `prompt_tokens`, as long as both fall in the same
+/// minute (LiteLLM's `usage-based-routing-v2` counts reported tokens only).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttemptTokens {
+    /// When the attempt started and its estimate was counted.
+    pub began: Instant,
+    /// Prompt tokens counted at the start (the estimate).
+    pub prompt_estimate: u64,
+    /// Prompt tokens the upstream reported (`None`: no usage, or a usage without them).
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens the upstream reported (0 if unknown).
     pub completion_tokens: u64,
 }
 
@@ -96,10 +117,13 @@ pub trait RouterState: Send + Sync + fmt::Debug {
     fn begin(&self, slot: usize, now: Instant, prompt_tokens: u64);
     /// An attempt ends (whatever its outcome): one fewer in flight.
     fn end(&self, slot: usize);
-    /// Adds `tokens` to this minute's TPM (a stream's completion tokens, known at its end);
-    /// nothing when the usage counted is from an earlier minute.
-    fn add_tokens(&self, slot: usize, now: Instant, tokens: u64);
-    /// Records a success: latency averages and completion tokens.
+    /// Settles an attempt's tokens in this minute's TPM (a stream's, known at its end): adds
+    /// its completion tokens and swaps its prompt estimate for the reported prompt tokens
+    /// when the attempt began this minute. Nothing when the TPM held is from an earlier
+    /// minute.
+    fn settle_tokens(&self, slot: usize, now: Instant, tokens: &AttemptTokens);
+    /// Records a success: latency averages, then its tokens as
+    /// [`RouterState::settle_tokens`] does.
     fn record_success(&self, slot: usize, now: Instant, sample: &SuccessSample);
     /// Records a failure that counts towards cooldown; returns the cooldown deadline if this
     /// failure started one.
@@ -125,6 +149,20 @@ struct Slot {
 }
 
 impl Slot {
+    /// See [`RouterState::settle_tokens`]; `minute` is now's, `began` the attempt's.
+    fn settle_tokens(&mut self, minute: u64, began: u64, t: &AttemptTokens) {
+        if self.minute != minute {
+            return;
+        }
+        let mut tpm = self.tpm_used.saturating_add(t.completion_tokens);
+        if let Some(actual) = t.prompt_tokens
+            && began == minute
+        {
+            tpm = tpm.saturating_sub(t.prompt_estimate).saturating_add(actual);
+        }
+        self.tpm_used = tpm;
+    }
+
     /// Starts the success/failure counts afresh in a new minute.
     fn roll_fail_minute(&mut self, minute: u64) {
         if self.fail_minute != minute {
@@ -214,25 +252,19 @@ impl RouterState for InMemoryState {
         self.with(slot, |s| s.in_flight = s.in_flight.saturating_sub(1));
     }
 
-    fn add_tokens(&self, slot: usize, now: Instant, tokens: u64) {
-        let minute = self.minute(now);
-        self.with(slot, |s| {
-            if s.minute == minute {
-                s.tpm_used = s.tpm_used.saturating_add(tokens);
-            }
-        });
+    fn settle_tokens(&self, slot: usize, now: Instant, tokens: &AttemptTokens) {
+        let (minute, began) = (self.minute(now), self.minute(tokens.began));
+        self.with(slot, |s| s.settle_tokens(minute, began, tokens));
     }
 
     fn record_success(&self, slot: usize, now: Instant, sample: &SuccessSample) {
-        let minute = self.minute(now);
+        let (minute, began) = (self.minute(now), self.minute(sample.tokens.began));
         self.with(slot, |s| {
             s.latency_ms = ewma(s.latency_ms, sample.latency, now);
             if let Some(t) = sample.ttft {
                 s.ttft_ms = ewma(s.ttft_ms, t, now);
             }
-            if s.minute == minute {
-                s.tpm_used = s.tpm_used.saturating_add(sample.completion_tokens);
-            }
+            s.settle_tokens(minute, began, &sample.tokens);
             s.roll_fail_minute(minute);
             s.oks = s.oks.saturating_add(1);
         });
@@ -273,6 +305,20 @@ mod tests {
         cooldown_time: Duration::from_secs(5),
         disabled: false,
     };
+
+    fn tokens(
+        began: Instant,
+        estimate: u64,
+        prompt: Option<u64>,
+        completion: u64,
+    ) -> AttemptTokens {
+        AttemptTokens {
+            began,
+            prompt_estimate: estimate,
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+        }
+    }
 
     #[test]
     fn usage_resets_each_minute() {
@@ -336,7 +382,7 @@ mod tests {
         let ok = SuccessSample {
             latency: Duration::from_millis(10),
             ttft: None,
-            completion_tokens: 0,
+            tokens: tokens(t0, 0, None, 0),
         };
         // 2 successes, then failures: 3 of 5 (60 %) is over half with 5 calls finished.
         st.record_success(0, t0, &ok);
@@ -377,7 +423,7 @@ mod tests {
         let ok = |ms| SuccessSample {
             latency: Duration::from_millis(ms),
             ttft: Some(Duration::from_millis(ms / 10)),
-            completion_tokens: 7,
+            tokens: tokens(t0, 3, None, 7),
         };
         st.begin(0, t0, 3);
         st.record_success(0, t0, &ok(100));
@@ -390,5 +436,54 @@ mod tests {
         assert_eq!(s.tpm_used, 3 + 14);
         assert_eq!(st.snapshot(1, t0), DeploymentSnapshot::default());
         assert_eq!(st.snapshot(99, t0), DeploymentSnapshot::default());
+    }
+
+    #[test]
+    fn reported_prompt_tokens_replace_the_estimate_of_the_same_minute() {
+        let t0 = Instant::now();
+        let st = InMemoryState::new(1, t0);
+        let tpm = |at| st.snapshot(0, at).tpm_used;
+        // A request with a base64 image: 40,000 estimated, 1,200 reported.
+        st.begin(0, t0, 40_000);
+        st.begin(0, t0, 500);
+        assert_eq!(tpm(t0), 40_500);
+        st.settle_tokens(
+            0,
+            t0 + Duration::from_secs(2),
+            &tokens(t0, 40_000, Some(1_200), 30),
+        );
+        assert_eq!(tpm(t0), 500 + 1_200 + 30);
+        // No reported prompt: the estimate stays, completion tokens add.
+        st.settle_tokens(0, t0, &tokens(t0, 500, None, 9));
+        assert_eq!(tpm(t0), 500 + 1_200 + 30 + 9);
+        // The same through a success record.
+        st.begin(0, t0, 100);
+        let ok = SuccessSample {
+            latency: Duration::from_millis(10),
+            ttft: None,
+            tokens: tokens(t0, 100, Some(40), 2),
+        };
+        st.record_success(0, t0, &ok);
+        assert_eq!(tpm(t0), 500 + 1_200 + 30 + 9 + 40 + 2);
+
+        // Begun in one minute, answered in the next: the estimate went to the first minute,
+        // which is gone; only the completion tokens count in the new one.
+        let next = t0 + Duration::from_secs(60);
+        st.begin(0, next, 10);
+        st.settle_tokens(
+            0,
+            next,
+            &tokens(t0 + Duration::from_secs(59), 5_000, Some(7), 3),
+        );
+        assert_eq!(tpm(next), 10 + 3);
+        // Settled in a minute with no begin yet: the TPM held is older, nothing changes.
+        let later = t0 + Duration::from_secs(180);
+        st.settle_tokens(0, later, &tokens(later, 10, Some(1), 1));
+        assert_eq!(tpm(later), 0);
+        // An estimate smaller than what is held never takes the count below the rest.
+        let st = InMemoryState::new(1, t0);
+        st.begin(0, t0, 10);
+        st.settle_tokens(0, t0, &tokens(t0, 1_000, Some(4), 0));
+        assert_eq!(st.snapshot(0, t0).tpm_used, 4);
     }
 }

@@ -69,6 +69,7 @@ pub fn ok_ms(ms: u64) -> Outcome {
     Outcome::Success {
         latency: Duration::from_millis(ms),
         ttft: None,
+        prompt_tokens: None,
         completion_tokens: 0,
     }
 }

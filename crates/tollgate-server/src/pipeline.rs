@@ -302,6 +302,7 @@ async fn run(
             (Ok(_), None) => Outcome::Success {
                 latency: now - sent,
                 ttft: req.stream.then(|| now - sent),
+                prompt_tokens: report.prompt_tokens,
                 completion_tokens: report.completion_tokens,
             },
         };
@@ -687,6 +688,9 @@ struct AttemptReport {
     failure: Option<(FailureClass, Option<Duration>)>,
     /// The settlement of a governed call.
     settled: Option<Settled>,
+    /// Prompt tokens of a successful non-streamed answer, from its usage (the router swaps
+    /// its prompt estimate for them in the deployment's TPM for this minute).
+    prompt_tokens: Option<u64>,
     /// Completion tokens of a successful non-streamed answer, from its usage (the router
     /// adds them to the deployment's TPM for this minute).
     completion_tokens: u64,
@@ -963,6 +967,7 @@ async fn attempt_once(
             if let Err(e) = &resp {
                 record.status = e.envelope.status;
             }
+            report.prompt_tokens = record.usage.and_then(|u| u.reported_prompt_tokens());
             report.completion_tokens = record.usage.map_or(0, |u| u.completion_tokens);
             report.settled = finish(state, record);
             resp

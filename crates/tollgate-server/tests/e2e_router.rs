@@ -582,6 +582,56 @@ async fn usage_based_routing_counts_a_streams_completion_tokens_at_its_end() {
     assert_eq!(usage_based_split(true).await, (1, 9));
 }
 
+/// Under usage-based-routing-v2, one request whose body is ~40 KB (a prompt estimate of
+/// ~10,000 tokens, as a base64 image would give) but whose answer reports 5 prompt tokens,
+/// then ten small ones; every answer reports 5 prompt and 1 completion tokens. Returns how
+/// many of the ten went to the deployment that took the large one.
+async fn small_requests_after_a_large_estimate(stream: bool) -> usize {
+    let m = mock().await;
+    for d in ["east", "west"] {
+        script(&m, json!({"key": d, "default": {"usage": [5, 1]}}));
+    }
+    let gw = Gateway::start(&config(
+        &m.base_url(),
+        "  num_retries: 0\n  routing_strategy: usage-based-routing-v2\n",
+    ));
+    let padding = "A".repeat(40_000);
+    for i in 0..11 {
+        let mut body = msg("pair");
+        if i == 0 {
+            body["messages"][0]["content"] = json!(padding);
+        }
+        body["stream"] = json!(stream);
+        let r = chat(&gw, body).await;
+        assert_eq!(r.status(), 200);
+        let text = r.text().await.unwrap();
+        if stream {
+            assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+        } else {
+            assert!(text.contains("\"prompt_tokens\":5"), "{text}");
+        }
+    }
+    let seen = calls(&m);
+    assert_eq!(seen.len(), 11);
+    seen[1..].iter().filter(|d| **d == seen[0]).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_based_routing_swaps_a_prompt_estimate_for_the_reported_prompt_tokens() {
+    // With the estimate kept, the large request's deployment stays ~10,000 tokens ahead for
+    // the minute and gets none of the ten. With it swapped for the 5 reported, both stand at
+    // 6 tokens per answer and share the ten: 1 goes to the other deployment, then they tie
+    // after every second request.
+    let n = small_requests_after_a_large_estimate(false).await;
+    assert!((4..=5).contains(&n), "{n} of 10");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_based_routing_swaps_a_streams_prompt_estimate_at_its_end() {
+    let n = small_requests_after_a_large_estimate(true).await;
+    assert!((4..=5).contains(&n), "{n} of 10");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn least_busy_counts_a_stream_in_flight_until_its_last_event() {
     let m = mock().await;

@@ -740,7 +740,7 @@ fn a_held_stream_stays_in_flight_and_adds_its_tokens_at_its_end() {
     let snap = r.state().snapshot(0, t0);
     assert_eq!((snap.in_flight, snap.rpm_used), (1, 1));
     let before = snap.tpm_used;
-    slot.add_tokens(t0, 1_000);
+    slot.settle_usage(t0, None, 1_000);
     assert_eq!(r.state().snapshot(0, t0).tpm_used, before + 1_000);
     drop(slot);
     assert_eq!(r.state().snapshot(0, t0).in_flight, 0);

@@ -129,6 +129,7 @@ fn latency_routing_uses_ttft_for_streams() {
         Outcome::Success {
             latency: Duration::from_millis(total),
             ttft: Some(Duration::from_millis(ttft)),
+            prompt_tokens: None,
             completion_tokens: 10,
         }
     };

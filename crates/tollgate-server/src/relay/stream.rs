@@ -141,7 +141,7 @@ impl StreamRelay {
             r.client_disconnected = client_disconnected;
             r.ended = Instant::now();
             if let (Some(slot), Some(u)) = (self.router_slot.take(), r.usage) {
-                slot.add_tokens(r.ended, u.completion_tokens);
+                slot.settle_usage(r.ended, u.reported_prompt_tokens(), u.completion_tokens);
             }
             self.sink.record(r);
         }
