@@ -149,6 +149,31 @@ pub struct AdminContext {
     pub write_behind: Arc<WriteBehind>,
 }
 
+/// The first path segment of every route [`router`] serves (`/key/generate` → `key`;
+/// `/v1/model/info` counts as `/model/info`). The server answers these paths with a pointer to
+/// `master_key` when governance is off, rather than a bare 404.
+pub const ROUTE_SEGMENTS: &[&str] = &[
+    "budget",
+    "customer",
+    "end_user",
+    "global",
+    "key",
+    "model",
+    "organization",
+    "spend",
+    "tag",
+    "team",
+    "user",
+];
+
+/// Whether `path` (a request path, e.g. `/key/generate`) lies under one of
+/// [`ROUTE_SEGMENTS`].
+pub fn is_management_path(path: &str) -> bool {
+    let path = path.strip_prefix("/v1").unwrap_or(path);
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+    ROUTE_SEGMENTS.contains(&first)
+}
+
 /// The management API: every route above, with `ctx` as state (axum 0.8). The server merges it
 /// beside its inference routes; each handler authenticates through [`AdminContext::auth`].
 pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
@@ -166,4 +191,48 @@ pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
         .merge(spend::routes())
         .merge(models::routes())
         .with_state(ctx)
+}
+
+#[cfg(test)]
+mod route_segment_tests {
+    use super::*;
+
+    /// Every literal route path in this crate's route modules lies under `ROUTE_SEGMENTS`,
+    /// so a route added later cannot be missed by the server's "management API is off" answer.
+    /// (lib.rs, which only merges the modules, is skipped: this test names the pattern.)
+    #[test]
+    fn every_route_of_the_crate_is_a_management_path() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("lib.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for piece in text.split(".route(\"").skip(1) {
+                let route = piece.split('"').next().unwrap_or("");
+                assert!(is_management_path(route), "{route} in {}", path.display());
+                seen += 1;
+            }
+        }
+        assert!(seen > 40, "found only {seen} routes");
+        // The customer routes are built from their two prefixes.
+        assert!(is_management_path("/customer/new") && is_management_path("/end_user/info"));
+    }
+
+    #[test]
+    fn inference_and_health_paths_are_not_management_paths() {
+        for p in [
+            "/v1/models",
+            "/v1/chat/completions",
+            "/health/liveliness",
+            "/",
+            "/models/x",
+        ] {
+            assert!(!is_management_path(p), "{p}");
+        }
+        assert!(is_management_path("/v1/model/info"));
+        assert!(is_management_path("/key/generate"));
+    }
 }

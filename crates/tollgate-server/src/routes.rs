@@ -70,6 +70,7 @@ impl From<BytesRejection> for BodyError {
 pub fn router(state: Arc<AppState>) -> Router {
     let limit = state.max_request_bytes;
     let admin = state.admin.as_ref().map(|a| Arc::clone(&a.0));
+    let admin_mounted = admin.is_some();
     let mut app = Router::new();
     for &(path, endpoint) in INFERENCE_ROUTES {
         app = app.route(path, infer(endpoint));
@@ -84,7 +85,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health/liveliness", get(liveliness))
         .route("/health/liveness", get(liveliness))
         .route("/health/readiness", get(readiness))
-        .fallback(not_found)
+        .fallback(move |uri: http::Uri| not_found(uri, admin_mounted))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state);
@@ -336,11 +337,31 @@ async fn method_not_allowed(method: http::Method, uri: http::Uri) -> Response {
     .into_response()
 }
 
-async fn not_found(uri: http::Uri) -> Response {
+/// 404 for an unknown path. A management API path while governance is off gets a 400 that
+/// says how to turn it on instead: LiteLLM answers a management call it cannot serve (no
+/// database) with a 400 too (`no_db_connection`).
+async fn not_found(uri: http::Uri, admin_mounted: bool) -> Response {
+    let path = uri.path();
+    if !admin_mounted && tollgate_admin::is_management_path(path) {
+        return GatewayError::from(
+            ErrorEnvelope::new(
+                400,
+                "invalid_request_error",
+                format!(
+                    "{path} is part of the management API, which runs only with a master key: \
+                     set general_settings.master_key (or LITELLM_MASTER_KEY) to turn on virtual \
+                     keys, teams, budgets and spend tracking (stored in an embedded SQLite file, \
+                     or in Postgres with general_settings.database_url)"
+                ),
+            )
+            .with_code("management_api_off"),
+        )
+        .into_response();
+    }
     GatewayError::from(ErrorEnvelope::new(
         404,
         "invalid_request_error",
-        format!("Unknown route: {}", uri.path()),
+        format!("Unknown route: {path}"),
     ))
     .into_response()
 }

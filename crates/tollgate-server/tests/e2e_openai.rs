@@ -290,6 +290,40 @@ async fn errors_in_openai_shape() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn management_paths_without_a_master_key_say_how_to_turn_them_on() {
+    let m = mock().await;
+    let config = standard_config(&m.base_url())
+        .replace(&format!("general_settings:\n  master_key: {MASTER}\n"), "");
+    assert!(!config.contains("master_key"));
+    let gw = Gateway::start(&config);
+    for path in ["/key/generate", "/team/new", "/v1/model/info"] {
+        let r = post(&gw, path, json!({})).await;
+        assert_eq!(r.status(), 400, "{path}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "management_api_off", "{v}");
+        assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with(&format!("{path} is part of the management API"))
+                && msg.contains("general_settings.master_key"),
+            "{msg}"
+        );
+    }
+    // Other unknown paths stay 404, and inference still runs without a key.
+    let r = post(&gw, "/v2/nothing", json!({})).await;
+    assert_eq!(r.status(), 404);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["message"], "Unknown route: /v2/nothing");
+    let r = post(
+        &gw,
+        "/v1/chat/completions",
+        json!({"model": "gpt-test", "messages": [{"role": "user", "content": "x"}]}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_over_the_limit_get_413_in_the_clients_dialect() {
     let m = mock().await;
     let config = standard_config(&m.base_url()).replace(
