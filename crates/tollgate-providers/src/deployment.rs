@@ -131,6 +131,8 @@ pub struct DeploymentSpec {
     pub max_response_bytes: usize,
     /// `mock_response`, if set: answer in process.
     pub mock_response: Option<String>,
+    /// `model_info.mode` (`chat`, `embedding`, ...): what a health check sends.
+    pub mode: Option<String>,
 }
 
 /// Why a deployment cannot be built. Never carries a secret.
@@ -194,6 +196,8 @@ pub struct Deployment {
     pub max_response_bytes: usize,
     /// Set when the deployment is answered in process.
     pub mock: Option<MockBehaviour>,
+    /// `model_info.mode` (`chat`, `embedding`, ...), as configured.
+    pub mode: Option<String>,
     /// `{base_url}{path}` parsed once per path called (see [`crate::client::EndpointUrls`]).
     pub(crate) urls: crate::client::EndpointUrls,
 }
@@ -300,6 +304,7 @@ impl Deployment {
             headers,
             defaults,
             mock,
+            mode: spec.mode,
             urls: Default::default(),
         })
     }

@@ -135,6 +135,11 @@ impl Router {
         self.names.iter().map(String::as_str).chain(aliases)
     }
 
+    /// The concrete (non-wildcard) model groups, in config order.
+    pub fn groups(&self) -> impl Iterator<Item = &Arc<ModelGroup>> {
+        self.names.iter().filter_map(|n| self.groups.get(n))
+    }
+
     /// The settings in force.
     pub fn config(&self) -> &RouterConfig {
         &self.config

@@ -14,6 +14,7 @@ pub mod auth;
 pub mod errors;
 pub mod gate;
 pub mod headers;
+pub mod health;
 pub mod malloc;
 pub mod mock_provider;
 pub mod pipeline;

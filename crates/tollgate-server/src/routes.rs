@@ -82,6 +82,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/models", get(models))
         .route("/v1/models/{id}", get(model))
         .route("/models/{id}", get(model))
+        .route("/health", get(crate::health::health))
         .route("/health/liveliness", get(liveliness))
         .route("/health/liveness", get(liveliness))
         .route("/health/readiness", get(readiness))

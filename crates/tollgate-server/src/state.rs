@@ -246,6 +246,7 @@ fn deployment_spec(config: &Config, entry: &ModelEntry) -> DeploymentSpec {
         stream_timeout_s: p.stream_timeout.or(config.router_settings.stream_timeout),
         max_response_bytes: mb(config.general_settings.max_response_size_mb).unwrap_or(0),
         mock_response,
+        mode: entry.model_info.mode.clone(),
     }
 }
 

@@ -1,0 +1,208 @@
+//! `GET /health`: LiteLLM's active health check. Every concrete deployment (or those of one
+//! model group, `?model=NAME`) is sent one minimal request in its own dialect, all at once,
+//! and the answer sorts them into healthy and unhealthy endpoints:
+//!
+//! ```json
+//! {"healthy_endpoints": [{"model": "openai/gpt-4o", "model_name": "gpt-4o",
+//!                         "model_id": "…", "api_base": "https://…/v1"}],
+//!  "unhealthy_endpoints": [{…, "error": "upstream answered 500: …"}],
+//!  "healthy_count": 1, "unhealthy_count": 1}
+//! ```
+//!
+//! Only the master key may ask (each call costs an upstream request per deployment); without
+//! a master key configured anyone may, as every route. Wildcard deployments are skipped: there
+//! is no model to ask for. The probes go around the router: they neither count towards a
+//! deployment's usage nor cool it down. An entry never carries a key or a header.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tollgate_protocol::ErrorEnvelope;
+use tollgate_providers::{Deployment, WireDialect};
+
+use crate::auth::Identity;
+use crate::errors::GatewayError;
+use crate::state::AppState;
+
+/// Longest upstream error text kept in an unhealthy entry, bytes.
+const MAX_ERROR_TEXT: usize = 500;
+
+/// Response bodies read from a probe: enough for any error, never a large answer.
+const MAX_PROBE_BODY: usize = 64 * 1024;
+
+/// Longest wait for one probe (LiteLLM's `HEALTH_CHECK_TIMEOUT_SECONDS`, 60 s); a
+/// deployment's own shorter `timeout` wins.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `GET /health` query: `model` selects one model group.
+#[derive(Debug, Deserialize)]
+pub struct HealthQuery {
+    model: Option<String>,
+}
+
+/// The handler. Errors: 401 without a valid key, 403 for a key other than the master key,
+/// 404 `model_not_found` for a `model` that names no concrete model group.
+pub async fn health(
+    State(s): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Query(q): Query<HealthQuery>,
+) -> Response {
+    match s.auth.authenticate(&headers, s.gov()) {
+        Ok(Identity::Master | Identity::Open) => {}
+        Ok(Identity::Key(_)) => {
+            return GatewayError::from(ErrorEnvelope::new(
+                403,
+                "auth_error",
+                "Only the master key may run health checks: each one calls every deployment.",
+            ))
+            .into_response();
+        }
+        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+    }
+    let router = s.router.load_full();
+    let targets: Vec<(String, Arc<Deployment>)> = router
+        .groups()
+        .filter(|g| q.model.as_deref().is_none_or(|m| g.name == m))
+        .flat_map(|g| {
+            g.deployments
+                .iter()
+                .filter(|d| !d.deployment.is_wildcard())
+                .map(|d| (g.name.clone(), Arc::clone(&d.deployment)))
+        })
+        .collect();
+    if let Some(m) = &q.model
+        && targets.is_empty()
+    {
+        return GatewayError::from(
+            ErrorEnvelope::new(
+                404,
+                "invalid_request_error",
+                format!("No model group `{m}` with a deployment to check."),
+            )
+            .with_code("model_not_found"),
+        )
+        .into_response();
+    }
+    let results = futures_util::future::join_all(targets.iter().map(|(_, d)| probe(&s, d))).await;
+    let (mut healthy, mut unhealthy) = (Vec::new(), Vec::new());
+    for ((group, dep), result) in targets.iter().zip(results) {
+        let mut entry = json!({
+            "model": format!("{}/{}", dep.provider.name, dep.upstream_model),
+            "model_name": group,
+            "model_id": dep.id,
+            "api_base": dep.base_url,
+        });
+        match result {
+            Ok(()) => healthy.push(entry),
+            Err(error) => {
+                entry["error"] = Value::String(error);
+                unhealthy.push(entry);
+            }
+        }
+    }
+    axum::Json(json!({
+        "healthy_count": healthy.len(),
+        "unhealthy_count": unhealthy.len(),
+        "healthy_endpoints": healthy,
+        "unhealthy_endpoints": unhealthy,
+    }))
+    .into_response()
+}
+
+/// The upstream path and body of a deployment's probe: the smallest request its dialect and
+/// `model_info.mode` accept (one output token; an embedding of one word).
+fn probe_request(dep: &Deployment) -> (&'static str, Value) {
+    let model = dep.upstream_model.as_str();
+    let ping = json!([{"role": "user", "content": "ping"}]);
+    match dep.dialect() {
+        WireDialect::Anthropic => (
+            "/v1/messages",
+            json!({"model": model, "max_tokens": 1, "messages": ping}),
+        ),
+        _ if dep.mode.as_deref() == Some("embedding") => {
+            ("/embeddings", json!({"model": model, "input": ["ping"]}))
+        }
+        _ => (
+            "/chat/completions",
+            json!({"model": model, "max_tokens": 1, "messages": ping}),
+        ),
+    }
+}
+
+/// Sends the probe; `Err` carries what an operator needs to see (status and the upstream's
+/// error text, or the transport error), never a secret.
+async fn probe(s: &AppState, dep: &Deployment) -> Result<(), String> {
+    tokio::time::timeout(PROBE_TIMEOUT, probe_once(s, dep))
+        .await
+        .unwrap_or_else(|_| Err(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())))
+}
+
+async fn probe_once(s: &AppState, dep: &Deployment) -> Result<(), String> {
+    if dep.mock.is_some() {
+        return Ok(()); // answered in process: nothing upstream to check
+    }
+    let (path, body) = probe_request(dep);
+    let body = Bytes::from(body.to_string());
+    let mut timeouts = dep.timeouts;
+    timeouts.first_byte = timeouts.first_byte.min(PROBE_TIMEOUT);
+    timeouts.total = timeouts.total.min(PROBE_TIMEOUT);
+    let resp = s
+        .client
+        .post_json(dep, path, body, timeouts, &[])
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = resp.status;
+    let text = resp
+        .read_body(MAX_PROBE_BODY)
+        .await
+        .map_err(|e| e.to_string())?;
+    if status.is_success() {
+        return Ok(());
+    }
+    Err(format!(
+        "upstream answered {}: {}",
+        status.as_u16(),
+        error_text(&text)
+    ))
+}
+
+/// The upstream's error message (`error.message` in OpenAI's and Anthropic's shape), else
+/// the body's start, at most [`MAX_ERROR_TEXT`] bytes.
+fn error_text(body: &[u8]) -> String {
+    let message = serde_json::from_slice::<Value>(body).ok().and_then(|v| {
+        v.pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let text = message.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    match text.char_indices().nth(MAX_ERROR_TEXT) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_text_takes_the_message_else_the_body() {
+        let openai =
+            br#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
+        assert_eq!(error_text(openai), "Incorrect API key provided");
+        let anthropic =
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(error_text(anthropic), "Overloaded");
+        assert_eq!(error_text(b"Bad Gateway"), "Bad Gateway");
+        let long = "é".repeat(MAX_ERROR_TEXT + 10);
+        let cut = error_text(long.as_bytes());
+        assert_eq!(cut.chars().count(), MAX_ERROR_TEXT + 1);
+        assert!(cut.ends_with('…'));
+    }
+}
