@@ -31,6 +31,8 @@ pub const MODEL_INFO_IMPLEMENTED: &[&str] = &[
     "output_cost_per_reasoning_token",
     "input_cost_per_request",
     "access_groups",
+    // What `GET /health` sends (an embedding for `embedding`, else a chat request).
+    "mode",
 ];
 
 /// `litellm_settings` keys acted on.
