@@ -38,7 +38,7 @@ pub use config::{AllowedFailsPolicy, ConfigError, RetryPolicy, RouterConfig, Rou
 pub use failure::{FailureClass, Outcome};
 pub use group::{DeploymentLimits, ModelGroup, RoutedDeployment};
 pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy, StreamSlot};
-pub use resolve::{Route, RouteError, Router};
+pub use resolve::{Route, RouteError, Router, upstream_for};
 pub use state::{
     AttemptTokens, CooldownRule, CooldownTrigger, DeploymentSnapshot, InMemoryState, RouterState,
     SuccessSample,

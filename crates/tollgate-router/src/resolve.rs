@@ -240,7 +240,7 @@ impl Router {
 /// The upstream model id for a deployment whose model is `pattern`: the pattern with `*`
 /// replaced by the wildcard-matched part, the requested name for a bare-`*` pattern without
 /// a match, else the pattern itself.
-pub(crate) fn upstream_for<'a>(
+pub fn upstream_for<'a>(
     pattern: &'a str,
     requested: &Cow<'a, str>,
     matched: Option<&str>,

@@ -10,9 +10,12 @@
 //! ```
 //!
 //! Only the master key may ask (each call costs an upstream request per deployment); without
-//! a master key configured anyone may, as every route. Wildcard deployments are skipped: there
-//! is no model to ask for. The probes go around the router: they neither count towards a
-//! deployment's usage nor cool it down. An entry never carries a key or a header.
+//! a master key configured anyone may, as every route. `?model=` takes what a request's
+//! `model` takes: a group, an alias, or a name a wildcard group matches (its wildcard
+//! deployments are then asked for that name). Without it, wildcard deployments are skipped:
+//! there is no model to ask for. The probes go around the router: they neither count towards
+//! a deployment's usage nor cool it down. An entry never carries a key or a header, and its
+//! `api_base` is masked as `check-config` masks it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,8 +26,10 @@ use bytes::Bytes;
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tollgate_config::redact::redact_url_userinfo;
 use tollgate_protocol::ErrorEnvelope;
 use tollgate_providers::{Deployment, WireDialect};
+use tollgate_router::upstream_for;
 
 use crate::auth::Identity;
 use crate::errors::GatewayError;
@@ -66,16 +71,31 @@ pub async fn health(
         Err(e) => return GatewayError::from(e.envelope()).into_response(),
     }
     let router = s.router.load_full();
-    let targets: Vec<(String, Arc<Deployment>)> = router
-        .groups()
-        .filter(|g| q.model.as_deref().is_none_or(|m| g.name == m))
-        .flat_map(|g| {
-            g.deployments
-                .iter()
-                .filter(|d| !d.deployment.is_wildcard())
-                .map(|d| (g.name.clone(), Arc::clone(&d.deployment)))
-        })
-        .collect();
+    // (model group, deployment, upstream model to ask for)
+    let mut targets: Vec<(String, Arc<Deployment>, String)> = Vec::new();
+    match q.model.as_deref() {
+        None => {
+            for g in router.groups() {
+                for d in g.deployments.iter().filter(|d| !d.deployment.is_wildcard()) {
+                    let dep = Arc::clone(&d.deployment);
+                    let model = dep.upstream_model.clone();
+                    targets.push((g.name.clone(), dep, model));
+                }
+            }
+        }
+        Some(m) => {
+            if let Ok((g, matched)) = router.resolve(m) {
+                for d in &g.deployments {
+                    let model = upstream_for(&d.deployment.upstream_model, &m.into(), matched);
+                    targets.push((
+                        g.name.clone(),
+                        Arc::clone(&d.deployment),
+                        model.into_owned(),
+                    ));
+                }
+            }
+        }
+    }
     if let Some(m) = &q.model
         && targets.is_empty()
     {
@@ -89,18 +109,21 @@ pub async fn health(
         )
         .into_response();
     }
-    let results = futures_util::future::join_all(targets.iter().map(|(_, d)| probe(&s, d))).await;
+    let results =
+        futures_util::future::join_all(targets.iter().map(|(_, dep, model)| probe(&s, dep, model)))
+            .await;
     let (mut healthy, mut unhealthy) = (Vec::new(), Vec::new());
-    for ((group, dep), result) in targets.iter().zip(results) {
+    for ((group, dep, model), result) in targets.iter().zip(results) {
         let mut entry = json!({
-            "model": format!("{}/{}", dep.provider.name, dep.upstream_model),
+            "model": format!("{}/{model}", dep.provider.name),
             "model_name": group,
             "model_id": dep.id,
-            "api_base": dep.base_url,
+            "api_base": redact_url_userinfo(&dep.base_url),
         });
         match result {
             Ok(()) => healthy.push(entry),
             Err(error) => {
+                tracing::warn!(deployment = %dep.id, %error, "health check failed");
                 entry["error"] = Value::String(error);
                 unhealthy.push(entry);
             }
@@ -117,8 +140,7 @@ pub async fn health(
 
 /// The upstream path and body of a deployment's probe: the smallest request its dialect and
 /// `model_info.mode` accept (one output token; an embedding of one word).
-fn probe_request(dep: &Deployment) -> (&'static str, Value) {
-    let model = dep.upstream_model.as_str();
+fn probe_request(dep: &Deployment, model: &str) -> (&'static str, Value) {
     let ping = json!([{"role": "user", "content": "ping"}]);
     match dep.dialect() {
         WireDialect::Anthropic => (
@@ -137,17 +159,17 @@ fn probe_request(dep: &Deployment) -> (&'static str, Value) {
 
 /// Sends the probe; `Err` carries what an operator needs to see (status and the upstream's
 /// error text, or the transport error), never a secret.
-async fn probe(s: &AppState, dep: &Deployment) -> Result<(), String> {
-    tokio::time::timeout(PROBE_TIMEOUT, probe_once(s, dep))
+async fn probe(s: &AppState, dep: &Deployment, model: &str) -> Result<(), String> {
+    tokio::time::timeout(PROBE_TIMEOUT, probe_once(s, dep, model))
         .await
         .unwrap_or_else(|_| Err(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())))
 }
 
-async fn probe_once(s: &AppState, dep: &Deployment) -> Result<(), String> {
+async fn probe_once(s: &AppState, dep: &Deployment, model: &str) -> Result<(), String> {
     if dep.mock.is_some() {
         return Ok(()); // answered in process: nothing upstream to check
     }
-    let (path, body) = probe_request(dep);
+    let (path, body) = probe_request(dep, model);
     let body = Bytes::from(body.to_string());
     let mut timeouts = dep.timeouts;
     timeouts.first_byte = timeouts.first_byte.min(PROBE_TIMEOUT);
@@ -156,14 +178,23 @@ async fn probe_once(s: &AppState, dep: &Deployment) -> Result<(), String> {
         .client
         .post_json(dep, path, body, timeouts, &[])
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| GatewayError::from(&e).envelope.message)?;
     let status = resp.status;
     let text = resp
         .read_body(MAX_PROBE_BODY)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| GatewayError::from(&e).envelope.message)?;
     if status.is_success() {
-        return Ok(());
+        // A 200 from something that is not the API (a proxy's HTML page) is no answer.
+        return serde_json::from_slice::<serde::de::IgnoredAny>(&text)
+            .map(drop)
+            .map_err(|_| {
+                format!(
+                    "upstream answered {} with a body that is not JSON: {}",
+                    status.as_u16(),
+                    error_text(&text)
+                )
+            });
     }
     Err(format!(
         "upstream answered {}: {}",

@@ -151,3 +151,54 @@ async fn health_selects_one_group_and_needs_the_master_key() {
         "no probe without the master key"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_masks_api_base_credentials_and_takes_aliases_and_wildcard_names() {
+    let m = mock().await;
+    let mock_base = m.base_url();
+    let gw = Gateway::start(&format!(
+        r#"model_list:
+  - model_name: pair
+    litellm_params: {{model: openai/mock-gpt, api_base: "{mock_base}/d/east/v1", api_key: {UPSTREAM_KEY}}}
+  - model_name: locked
+    litellm_params: {{model: openai/gpt-x, api_base: "http://admin:SECRETPW@127.0.0.1:9/v1", api_key: {UPSTREAM_KEY}}}
+  - model_name: "any/*"
+    litellm_params: {{model: "openai/*", api_base: "{mock_base}/d/wild/v1", api_key: {UPSTREAM_KEY}}}
+router_settings:
+  model_group_alias: {{fast: pair}}
+general_settings:
+  master_key: {MASTER}
+"#
+    ));
+    // Nothing listens on port 9: the deployment is unhealthy, its password masked.
+    let (status, v) = health(&gw, "", Some(MASTER)).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(names(&v["healthy_endpoints"]), ["pair openai/mock-gpt"]);
+    let bad = &v["unhealthy_endpoints"][0];
+    assert_eq!(bad["model_name"], "locked");
+    assert_eq!(bad["api_base"], "http://admin:****@127.0.0.1:9/v1");
+    assert!(!bad["error"].as_str().unwrap().is_empty(), "{bad}");
+    assert!(!v.to_string().contains("SECRETPW"), "{v}");
+    assert!(!gw.log().contains("SECRETPW"));
+    m.drain_observations();
+
+    // An alias names its group; a name a wildcard group matches is asked for as such.
+    let (status, v) = health(&gw, "?model=fast", Some(MASTER)).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(names(&v["healthy_endpoints"]), ["pair openai/mock-gpt"]);
+    let (status, v) = health(&gw, "?model=any/mock-gpt-4", Some(MASTER)).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(names(&v["healthy_endpoints"]), ["any/* openai/mock-gpt-4"]);
+    let seen: Vec<(String, Value)> = m
+        .drain_observations()
+        .into_iter()
+        .map(|o| (o.deployment.unwrap_or_default(), o.body["model"].clone()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("east".to_owned(), json!("mock-gpt")),
+            ("wild".to_owned(), json!("mock-gpt-4"))
+        ]
+    );
+}
