@@ -27,7 +27,7 @@ use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tollgate_config::redact::redact_url_userinfo;
-use tollgate_protocol::ErrorEnvelope;
+use tollgate_protocol::{Dialect, ErrorEnvelope};
 use tollgate_providers::{Deployment, WireDialect};
 use tollgate_router::upstream_for;
 
@@ -35,14 +35,12 @@ use crate::auth::Identity;
 use crate::errors::GatewayError;
 use crate::state::AppState;
 
-/// Longest upstream error text kept in an unhealthy entry, bytes.
-const MAX_ERROR_TEXT: usize = 500;
-
 /// Response bodies read from a probe: enough for any error, never a large answer.
 const MAX_PROBE_BODY: usize = 64 * 1024;
 
-/// Longest wait for one probe (LiteLLM's `HEALTH_CHECK_TIMEOUT_SECONDS`, 60 s); a
-/// deployment's own shorter `timeout` wins.
+/// Longest wait for one probe, connection to last byte (LiteLLM's
+/// `HEALTH_CHECK_TIMEOUT_SECONDS`, 60 s); a deployment's own shorter `timeout` ends it sooner,
+/// with the chat route's wording.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `GET /health` query: `model` selects one model group.
@@ -52,7 +50,7 @@ pub struct HealthQuery {
 }
 
 /// The handler. Errors: 401 without a valid key, 403 for a key other than the master key,
-/// 404 `model_not_found` for a `model` that names no concrete model group.
+/// 404 `model_not_found` for a `model` that routes to no deployment.
 pub async fn health(
     State(s): State<Arc<AppState>>,
     headers: HeaderMap,
@@ -171,12 +169,9 @@ async fn probe_once(s: &AppState, dep: &Deployment, model: &str) -> Result<(), S
     }
     let (path, body) = probe_request(dep, model);
     let body = Bytes::from(body.to_string());
-    let mut timeouts = dep.timeouts;
-    timeouts.first_byte = timeouts.first_byte.min(PROBE_TIMEOUT);
-    timeouts.total = timeouts.total.min(PROBE_TIMEOUT);
     let resp = s
         .client
-        .post_json(dep, path, body, timeouts, &[])
+        .post_json(dep, path, body, dep.timeouts, &[])
         .await
         .map_err(|e| GatewayError::from(&e).envelope.message)?;
     let status = resp.status;
@@ -192,30 +187,22 @@ async fn probe_once(s: &AppState, dep: &Deployment, model: &str) -> Result<(), S
                 format!(
                     "upstream answered {} with a body that is not JSON: {}",
                     status.as_u16(),
-                    error_text(&text)
+                    error_text(status.as_u16(), &text)
                 )
             });
     }
     Err(format!(
         "upstream answered {}: {}",
         status.as_u16(),
-        error_text(&text)
+        error_text(status.as_u16(), &text)
     ))
 }
 
-/// The upstream's error message (`error.message` in OpenAI's and Anthropic's shape), else
-/// the body's start, at most [`MAX_ERROR_TEXT`] bytes.
-fn error_text(body: &[u8]) -> String {
-    let message = serde_json::from_slice::<Value>(body).ok().and_then(|v| {
-        v.pointer("/error/message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    let text = message.unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    match text.char_indices().nth(MAX_ERROR_TEXT) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text,
-    }
+/// The upstream's error message, read as the chat route reads it
+/// ([`tollgate_translate::errors::map_upstream_error`]: `error.message` in OpenAI's, Anthropic's
+/// and Gemini's shape, Bedrock's `message`, else the body's text; at most 2 KiB).
+fn error_text(status: u16, body: &[u8]) -> String {
+    tollgate_translate::errors::map_upstream_error(status, body, Dialect::OpenAi).message
 }
 
 #[cfg(test)]
@@ -226,14 +213,15 @@ mod tests {
     fn error_text_takes_the_message_else_the_body() {
         let openai =
             br#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#;
-        assert_eq!(error_text(openai), "Incorrect API key provided");
+        assert_eq!(error_text(401, openai), "Incorrect API key provided");
         let anthropic =
             br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        assert_eq!(error_text(anthropic), "Overloaded");
-        assert_eq!(error_text(b"Bad Gateway"), "Bad Gateway");
-        let long = "é".repeat(MAX_ERROR_TEXT + 10);
-        let cut = error_text(long.as_bytes());
-        assert_eq!(cut.chars().count(), MAX_ERROR_TEXT + 1);
-        assert!(cut.ends_with('…'));
+        assert_eq!(error_text(529, anthropic), "Overloaded");
+        assert_eq!(error_text(502, b"Bad Gateway"), "Bad Gateway");
+        // Cut at 2 KiB on a character boundary (1,024 two-byte characters).
+        let long = "é".repeat(3_000);
+        let cut = error_text(500, long.as_bytes());
+        assert_eq!(cut.chars().count(), 1_024);
+        assert!(long.starts_with(&cut));
     }
 }
