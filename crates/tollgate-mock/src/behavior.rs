@@ -109,6 +109,9 @@ pub struct Behavior {
     pub chunks: Option<usize>,
     /// Pause between generated stream events, ms.
     pub chunk_delay_ms: Option<u64>,
+    /// (Streams only) pause between the response head and the first event, ms: an upstream
+    /// that sends its head at once and its first token after a slow prefill.
+    pub first_event_delay_ms: Option<u64>,
     /// Send this many body pieces (SSE events, or split pieces) then reset the connection.
     pub drop_after_chunks: Option<usize>,
     /// Replay this fixture (path relative to the fixtures dir).
@@ -155,6 +158,7 @@ impl Behavior {
             drop_after_chunks,
             chunks,
             chunk_delay_ms,
+            first_event_delay_ms,
             fixture,
             split_every,
             split_delay_ms,
@@ -189,6 +193,7 @@ impl Behavior {
         b.drop_after_chunks = num("x-mock-drop-after-chunks").map(|n| n as usize);
         b.chunks = num("x-mock-chunks").map(|n| n as usize);
         b.chunk_delay_ms = num("x-mock-chunk-delay-ms");
+        b.first_event_delay_ms = num("x-mock-first-event-delay-ms");
         b.fixture = s("x-mock-fixture").map(str::to_owned);
         b.split_every = num("x-mock-split-every").map(|n| n as usize);
         b.split_delay_ms = num("x-mock-split-delay-ms");

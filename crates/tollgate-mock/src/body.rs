@@ -74,6 +74,14 @@ impl MockBody {
         self
     }
 
+    /// Hold the first piece back for `delay` (the head goes out at once).
+    pub fn first_piece_after(mut self, delay: Duration) -> Self {
+        if !self.pieces.is_empty() {
+            self.sleep = Some(crate::timer::sleep(delay));
+        }
+        self
+    }
+
     /// Reset the connection after `n` pieces instead of finishing the body.
     pub fn abort_after(mut self, n: usize) -> Self {
         self.abort_after = Some(n);

@@ -169,7 +169,11 @@ impl Out<'_> {
             MockBody::pieces(split_at_offsets(&all, offsets), gap, guard)
         } else if streamed {
             let gap = Duration::from_millis(b.chunk_delay_ms.unwrap_or(0));
-            MockBody::pieces(pieces, gap, guard)
+            let body = MockBody::pieces(pieces, gap, guard);
+            match b.first_event_delay_ms.filter(|ms| *ms > 0) {
+                Some(ms) => body.first_piece_after(Duration::from_millis(ms)),
+                None => body,
+            }
         } else {
             let all = if pieces.len() == 1 {
                 pieces.into_iter().next().unwrap_or_default()

@@ -353,3 +353,35 @@ async fn leaked_internal_fields_rejected_when_enabled() {
     );
     mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn first_event_delay_sends_the_head_at_once_and_the_first_event_later() {
+    use http_body_util::BodyExt;
+    let mock = start().await;
+    let url = format!("{}/v1/chat/completions", mock.base_url());
+    let mut body = chat("m");
+    body["stream"] = json!(true);
+    let req = http::Request::post(&url)
+        .header("x-mock-delay-ms", "0")
+        .header("x-mock-first-event-delay-ms", "300")
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            serde_json::to_vec(&body).unwrap(),
+        )))
+        .unwrap();
+    let t = Instant::now();
+    let resp = client().request(req).await.unwrap();
+    let head = t.elapsed();
+    assert_eq!(resp.status(), 200);
+    assert!(head < Duration::from_millis(250), "head after {head:?}");
+    let mut b = resp.into_body();
+    let first = b.frame().await.unwrap().unwrap().into_data().unwrap();
+    let first_at = t.elapsed();
+    assert!(first_at >= Duration::from_millis(300), "{first_at:?}");
+    assert!(first.starts_with(b"data: "), "{first:?}");
+    // The rest follows without a pause, and the stream is whole.
+    let rest = b.collect().await.unwrap().to_bytes();
+    assert!(t.elapsed() < first_at + Duration::from_millis(250));
+    let text = String::from_utf8([first.as_ref(), rest.as_ref()].concat()).unwrap();
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    mock.shutdown().await;
+}

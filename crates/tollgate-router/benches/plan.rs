@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use divan::{Bencher, black_box};
 use tollgate_providers::{Deployment, DeploymentSpec};
 use tollgate_router::{
-    DeploymentLimits, FailureClass, ModelGroup, Outcome, RequestPolicy, RoutedDeployment, Router,
-    RouterConfig, RoutingStrategy,
+    CallTiming, DeploymentLimits, FailureClass, ModelGroup, Outcome, RequestPolicy,
+    RoutedDeployment, Router, RouterConfig, RoutingStrategy,
 };
 
 fn main() {
@@ -65,8 +65,10 @@ fn policy() -> RequestPolicy {
 }
 
 const OK: Outcome = Outcome::Success {
-    latency: Duration::from_millis(3),
-    ttft: None,
+    timing: CallTiming {
+        latency: Some(Duration::from_millis(3)),
+        ttft: None,
+    },
     prompt_tokens: Some(18),
     completion_tokens: 12,
 };

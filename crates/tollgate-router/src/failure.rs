@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use crate::state::CallTiming;
+
 /// Why an attempt failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FailureClass {
@@ -115,11 +117,9 @@ impl FailureClass {
 pub enum Outcome {
     /// The upstream answered successfully.
     Success {
-        /// Time from sending to the end of the response (non-streamed) or to the end of the
-        /// stream.
-        latency: Duration,
-        /// Time to the first stream event (streams only).
-        ttft: Option<Duration>,
+        /// How long it took. A relayed stream's timing is known only at its end: it is empty
+        /// here and recorded then, through [`crate::StreamSlot::record_timing`].
+        timing: CallTiming,
         /// Prompt tokens the upstream reported (`None` if unknown); they replace the
         /// attempt's prompt estimate in this minute's TPM.
         prompt_tokens: Option<u64>,

@@ -40,6 +40,6 @@ pub use group::{DeploymentLimits, ModelGroup, RoutedDeployment};
 pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy, StreamSlot};
 pub use resolve::{Route, RouteError, Router, upstream_for};
 pub use state::{
-    AttemptTokens, CooldownRule, CooldownTrigger, DeploymentSnapshot, InMemoryState, RouterState,
-    SuccessSample,
+    AttemptTokens, CallTiming, CooldownRule, CooldownTrigger, DeploymentSnapshot, InMemoryState,
+    RouterState, SuccessSample,
 };

@@ -42,7 +42,9 @@ use crate::failure::{FailureClass, Outcome};
 use crate::group::{ModelGroup, RoutedDeployment};
 use crate::resolve::{RouteError, Router, upstream_for};
 use crate::select::{SelectCtx, Selection};
-use crate::state::{AttemptTokens, CooldownRule, CooldownTrigger, RouterState, SuccessSample};
+use crate::state::{
+    AttemptTokens, CallTiming, CooldownRule, CooldownTrigger, RouterState, SuccessSample,
+};
 
 /// First exponential backoff step (LiteLLM `INITIAL_RETRY_DELAY`): 0.5 s.
 pub const INITIAL_RETRY_DELAY: Duration = Duration::from_millis(500);
@@ -115,8 +117,9 @@ impl Attempt<'_> {
     /// Hands this attempt's in-flight count to a guard that outlives the plan: a stream is
     /// in flight until its last event, not until its head (least-busy routing counts it, as
     /// LiteLLM's does until the stream's success or failure is logged). `router` must be the
-    /// router this attempt's plan came from.
-    pub fn hold_in_flight(&mut self, router: Arc<Router>) -> StreamSlot {
+    /// router this attempt's plan came from; `sent` is when the request goes upstream (the
+    /// stream's times to first event and to its end count from it).
+    pub fn hold_in_flight(&mut self, router: Arc<Router>, sent: Instant) -> StreamSlot {
         debug_assert!(std::ptr::addr_eq(
             router.state.as_ref(),
             self.in_flight.state
@@ -127,17 +130,21 @@ impl Attempt<'_> {
             slot: self.in_flight.slot,
             began: self.began,
             prompt_estimate: self.prompt_estimate,
+            sent,
         }
     }
 }
 
-/// A stream's hold on its deployment: the in-flight count ends when this is dropped, and the
-/// stream's usage, known only at its end, is settled in the deployment's TPM.
+/// A stream's hold on its deployment: the in-flight count ends when this is dropped, and what
+/// is known only as the stream goes (its usage, its time to first event and to its end) is
+/// recorded for the deployment through it.
 pub struct StreamSlot {
     router: Arc<Router>,
     slot: usize,
     began: Instant,
     prompt_estimate: u64,
+    /// When the request went upstream.
+    sent: Instant,
 }
 
 impl std::fmt::Debug for StreamSlot {
@@ -160,6 +167,23 @@ impl StreamSlot {
             completion_tokens,
         };
         self.router.state.settle_tokens(self.slot, now, &tokens);
+    }
+
+    /// Records the stream's times for latency-based routing, as LiteLLM's `lowest_latency`
+    /// handler does when a stream's success is logged: time to first token from
+    /// `first_event` (the first event relayed to the client, if any) and whole-stream latency
+    /// from `ended`, the latter only when the stream `completed` (reached its end event,
+    /// neither failing nor losing its client, whose shorter read says nothing about the
+    /// deployment).
+    pub fn record_timing(&self, first_event: Option<Instant>, ended: Instant, completed: bool) {
+        let since_sent = |t: Instant| t.saturating_duration_since(self.sent);
+        let timing = CallTiming {
+            latency: completed.then(|| since_sent(ended)),
+            ttft: first_event.map(since_sent),
+        };
+        if timing != CallTiming::default() {
+            self.router.state.record_timing(self.slot, ended, &timing);
+        }
     }
 }
 
@@ -463,8 +487,7 @@ impl<'a> AttemptPlan<'a> {
         let slot = attempt.group.slot_base + attempt.index;
         let (class, retry_after) = match outcome {
             Outcome::Success {
-                latency,
-                ttft,
+                timing,
                 prompt_tokens,
                 completion_tokens,
             } => {
@@ -472,8 +495,7 @@ impl<'a> AttemptPlan<'a> {
                     slot,
                     now,
                     &SuccessSample {
-                        latency,
-                        ttft,
+                        timing,
                         tokens: AttemptTokens {
                             began: attempt.began,
                             prompt_estimate: attempt.prompt_estimate,

@@ -31,13 +31,35 @@ pub struct DeploymentSnapshot {
     pub cooldown_until: Option<Instant>,
 }
 
+/// How long a successful call took: the samples latency-based routing averages (LiteLLM's
+/// `lowest_latency` handler keeps the same two: whole-call latency and, for streams, time to
+/// first token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallTiming {
+    /// From sending the request to the last byte of the response or the stream's last event
+    /// (`None`: not measured, e.g. a stream that failed or lost its client before its end).
+    pub latency: Option<Duration>,
+    /// From sending the request to the stream's first event relayed (`None`: not a stream,
+    /// or no event arrived).
+    pub ttft: Option<Duration>,
+}
+
+impl CallTiming {
+    /// A non-streamed call that took `latency`.
+    pub fn unary(latency: Duration) -> Self {
+        Self {
+            latency: Some(latency),
+            ttft: None,
+        }
+    }
+}
+
 /// A successful call, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SuccessSample {
-    /// Whole-call latency.
-    pub latency: Duration,
-    /// Time to first token, streams only.
-    pub ttft: Option<Duration>,
+    /// Its timing (a relayed stream's is recorded at its end instead, through
+    /// [`RouterState::record_timing`], and is empty here).
+    pub timing: CallTiming,
     /// The tokens its usage reported (a stream's come later, through
     /// [`RouterState::settle_tokens`]).
     pub tokens: AttemptTokens,
@@ -122,9 +144,12 @@ pub trait RouterState: Send + Sync + fmt::Debug {
     /// when the attempt began this minute. Nothing when the TPM held is from an earlier
     /// minute.
     fn settle_tokens(&self, slot: usize, now: Instant, tokens: &AttemptTokens);
-    /// Records a success: latency averages, then its tokens as
-    /// [`RouterState::settle_tokens`] does.
+    /// Records a success: latency averages as [`RouterState::record_timing`] does, then its
+    /// tokens as [`RouterState::settle_tokens`] does.
     fn record_success(&self, slot: usize, now: Instant, sample: &SuccessSample);
+    /// Adds a call's measured times to the deployment's moving averages (a stream's, known at
+    /// its end); a `None` leaves its average as it is.
+    fn record_timing(&self, slot: usize, now: Instant, timing: &CallTiming);
     /// Records a failure that counts towards cooldown; returns the cooldown deadline if this
     /// failure started one.
     fn record_failure(&self, slot: usize, now: Instant, rule: &CooldownRule) -> Option<Instant>;
@@ -161,6 +186,16 @@ impl Slot {
             tpm = tpm.saturating_sub(t.prompt_estimate).saturating_add(actual);
         }
         self.tpm_used = tpm;
+    }
+
+    /// See [`RouterState::record_timing`].
+    fn add_timing(&mut self, timing: &CallTiming, now: Instant) {
+        if let Some(t) = timing.latency {
+            self.latency_ms = ewma(self.latency_ms, t, now);
+        }
+        if let Some(t) = timing.ttft {
+            self.ttft_ms = ewma(self.ttft_ms, t, now);
+        }
     }
 
     /// Starts the success/failure counts afresh in a new minute.
@@ -260,14 +295,15 @@ impl RouterState for InMemoryState {
     fn record_success(&self, slot: usize, now: Instant, sample: &SuccessSample) {
         let (minute, began) = (self.minute(now), self.minute(sample.tokens.began));
         self.with(slot, |s| {
-            s.latency_ms = ewma(s.latency_ms, sample.latency, now);
-            if let Some(t) = sample.ttft {
-                s.ttft_ms = ewma(s.ttft_ms, t, now);
-            }
+            s.add_timing(&sample.timing, now);
             s.settle_tokens(minute, began, &sample.tokens);
             s.roll_fail_minute(minute);
             s.oks = s.oks.saturating_add(1);
         });
+    }
+
+    fn record_timing(&self, slot: usize, now: Instant, timing: &CallTiming) {
+        self.with(slot, |s| s.add_timing(timing, now));
     }
 
     fn record_failure(&self, slot: usize, now: Instant, rule: &CooldownRule) -> Option<Instant> {
@@ -380,8 +416,7 @@ mod tests {
             ..RULE
         };
         let ok = SuccessSample {
-            latency: Duration::from_millis(10),
-            ttft: None,
+            timing: CallTiming::unary(Duration::from_millis(10)),
             tokens: tokens(t0, 0, None, 0),
         };
         // 2 successes, then failures: 3 of 5 (60 %) is over half with 5 calls finished.
@@ -421,8 +456,10 @@ mod tests {
         let t0 = Instant::now();
         let st = InMemoryState::new(2, t0);
         let ok = |ms| SuccessSample {
-            latency: Duration::from_millis(ms),
-            ttft: Some(Duration::from_millis(ms / 10)),
+            timing: CallTiming {
+                latency: Some(Duration::from_millis(ms)),
+                ttft: Some(Duration::from_millis(ms / 10)),
+            },
             tokens: tokens(t0, 3, None, 7),
         };
         st.begin(0, t0, 3);
@@ -459,8 +496,7 @@ mod tests {
         // The same through a success record.
         st.begin(0, t0, 100);
         let ok = SuccessSample {
-            latency: Duration::from_millis(10),
-            ttft: None,
+            timing: CallTiming::unary(Duration::from_millis(10)),
             tokens: tokens(t0, 100, Some(40), 2),
         };
         st.record_success(0, t0, &ok);

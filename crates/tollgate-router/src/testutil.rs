@@ -8,7 +8,8 @@ use tollgate_providers::{Deployment, DeploymentSpec};
 
 use crate::plan::{AttemptPlan, RequestPolicy};
 use crate::{
-    DeploymentLimits, FailureClass, ModelGroup, Outcome, RoutedDeployment, Router, RouterConfig,
+    CallTiming, DeploymentLimits, FailureClass, ModelGroup, Outcome, RoutedDeployment, Router,
+    RouterConfig,
 };
 
 /// A deployment `id` of `group` on a loopback base.
@@ -67,8 +68,7 @@ pub fn fail(class: FailureClass) -> Outcome {
 /// A success with the given latency in ms.
 pub fn ok_ms(ms: u64) -> Outcome {
     Outcome::Success {
-        latency: Duration::from_millis(ms),
-        ttft: None,
+        timing: CallTiming::unary(Duration::from_millis(ms)),
         prompt_tokens: None,
         completion_tokens: 0,
     }

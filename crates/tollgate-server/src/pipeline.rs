@@ -42,7 +42,7 @@ use tollgate_providers::UpstreamError;
 use tollgate_providers::deployment::MockBehaviour;
 use tollgate_providers::{Deployment, WireDialect};
 use tollgate_router::{
-    FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, RouteError, StreamSlot,
+    CallTiming, FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, RouteError, StreamSlot,
 };
 use tollgate_translate::responses_to_chat::ResponseContext;
 use tollgate_translate::{
@@ -262,11 +262,11 @@ async fn run(
             rate_limits.extend_from_slice(c.reservation.rate_limits());
         }
         seq += 1;
+        let sent = Instant::now();
         // A stream stays in flight on its deployment until its last event.
         let stream_slot = req
             .stream
-            .then(|| attempt.hold_in_flight(Arc::clone(&router)));
-        let sent = Instant::now();
+            .then(|| attempt.hold_in_flight(Arc::clone(&router), sent));
         let mut report = AttemptReport::default();
         let result = attempt_once(
             state,
@@ -299,9 +299,18 @@ async fn run(
                 class: FailureClass::BadRequest,
                 retry_after: None,
             },
+            // A relayed stream's times are recorded at its end, through its slot.
+            (Ok(_), None) if report.timed_by_stream => Outcome::Success {
+                timing: CallTiming::default(),
+                prompt_tokens: None,
+                completion_tokens: 0,
+            },
+            // A streamed request answered whole: its head is its first token.
             (Ok(_), None) => Outcome::Success {
-                latency: now - sent,
-                ttft: req.stream.then(|| now - sent),
+                timing: CallTiming {
+                    latency: Some(now - sent),
+                    ttft: req.stream.then(|| now - sent),
+                },
                 prompt_tokens: report.prompt_tokens,
                 completion_tokens: report.completion_tokens,
             },
@@ -694,6 +703,9 @@ struct AttemptReport {
     /// Completion tokens of a successful non-streamed answer, from its usage (the router
     /// adds them to the deployment's TPM for this minute).
     completion_tokens: u64,
+    /// The answer is a stream relayed with the attempt's [`StreamSlot`], which records the
+    /// stream's times and tokens at its end.
+    timed_by_stream: bool,
 }
 
 /// Plans, sends and relays one attempt, reporting into `report`; a response is returned
@@ -887,6 +899,7 @@ async fn attempt_once(
                     }
                 }
             };
+            report.timed_by_stream = stream_slot.is_some();
             let stream = StreamRelay::new(
                 body,
                 timeouts.idle,

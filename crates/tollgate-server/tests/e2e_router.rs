@@ -498,6 +498,56 @@ async fn latency_routing_moves_traffic_off_a_slow_deployment() {
     );
 }
 
+/// Latency-based routing compares streams by time to first token, measured at the first event
+/// relayed, not at the response head: "slow" sends its head at once and its first event after
+/// 150 ms (a slow prefill), "fast" its head after 40 ms and its events straight after. Timed
+/// at the head, "slow" would look 40 ms faster and take the streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_routing_times_a_stream_to_its_first_event_not_its_head() {
+    let m = mock().await;
+    script(
+        &m,
+        json!({"key": "slow", "default": {"delay_ms": 0, "first_event_delay_ms": 150}}),
+    );
+    script(
+        &m,
+        json!({"key": "fast", "default": {"delay_ms": 0, "first_byte_delay_ms": 40}}),
+    );
+    let gw = Gateway::start(&weighted_config(
+        &m.base_url(),
+        "  num_retries: 0\n  routing_strategy: latency-based-routing\n",
+    ));
+    let c = client();
+    let stream = |c: &reqwest::Client| {
+        let mut body = msg("lat");
+        body["stream"] = json!(true);
+        c.post(gw.url("/v1/chat/completions"))
+            .header("authorization", format!("Bearer {MASTER}"))
+            .json(&body)
+            .send()
+    };
+    // Each deployment gets a first sample (one without a sample counts as fastest).
+    for _ in 0..4 {
+        let text = stream(&c).await.unwrap().text().await.unwrap();
+        assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    }
+    let warm = calls(&m);
+    assert!(
+        warm.iter().any(|d| d == "slow") && warm.iter().any(|d| d == "fast"),
+        "{warm:?}"
+    );
+    for _ in 0..20 {
+        let text = stream(&c).await.unwrap().text().await.unwrap();
+        assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    }
+    let seen = calls(&m);
+    let fast = seen.iter().filter(|d| *d == "fast").count();
+    assert!(
+        fast >= 19,
+        "{fast} of 20 streams went to the deployment with the earlier first token: {seen:?}"
+    );
+}
+
 fn rss_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()

@@ -726,13 +726,56 @@ fn allowed_fails_policy_sets_the_threshold_per_error_class() {
 }
 
 #[test]
+fn a_held_stream_reports_its_first_event_and_end_times_not_its_head() {
+    let r = Arc::new(router(vec![group("a", &["a1"])], RouterConfig::default()));
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let head_only = Outcome::Success {
+        timing: CallTiming::default(),
+        prompt_tokens: None,
+        completion_tokens: 0,
+    };
+    let stream = |sent: Instant| {
+        let mut plan = r.plan("a", retries(0)).unwrap();
+        let mut attempt = plan.next_attempt(sent).unwrap();
+        let slot = attempt.hold_in_flight(Arc::clone(&r), sent);
+        plan.report(&attempt, head_only, sent + ms(5));
+        slot
+    };
+    // The head at 5 ms records no time; the first event at 300 ms and the end at 2 s do.
+    let slot = stream(t0);
+    let snap = r.state().snapshot(0, t0);
+    assert_eq!((snap.latency_ms, snap.ttft_ms), (None, None));
+    slot.record_timing(Some(t0 + ms(300)), t0 + ms(2_000), true);
+    drop(slot);
+    let snap = r.state().snapshot(0, t0);
+    assert_eq!(snap.ttft_ms.map(|(v, _)| v), Some(300.0));
+    assert_eq!(snap.latency_ms.map(|(v, _)| v), Some(2_000.0));
+
+    // A stream that did not complete gives its time to first event, not a latency.
+    let slot = stream(t0);
+    slot.record_timing(Some(t0 + ms(100)), t0 + ms(400), false);
+    let snap = r.state().snapshot(0, t0);
+    let ttft = snap.ttft_ms.map(|(v, _)| v).unwrap();
+    assert!(ttft < 300.0 && ttft > 100.0, "{ttft}");
+    assert_eq!(snap.latency_ms.map(|(v, _)| v), Some(2_000.0));
+    // Nor one that ended before any event.
+    let slot = stream(t0);
+    slot.record_timing(None, t0 + ms(50), false);
+    assert_eq!(
+        r.state().snapshot(0, t0).ttft_ms.map(|(v, _)| v),
+        Some(ttft)
+    );
+}
+
+#[test]
 fn a_held_stream_stays_in_flight_and_adds_its_tokens_at_its_end() {
     let r = Arc::new(router(vec![group("a", &["a1"])], RouterConfig::default()));
     let t0 = Instant::now();
     let slot = {
         let mut plan = r.plan("a", retries(0)).unwrap();
         let mut attempt = plan.next_attempt(t0).unwrap();
-        let slot = attempt.hold_in_flight(Arc::clone(&r));
+        let slot = attempt.hold_in_flight(Arc::clone(&r), t0);
         plan.report(&attempt, ok_ms(5), t0);
         slot
         // The attempt and its plan end here; the stream goes on.

@@ -3,7 +3,8 @@ use std::time::{Duration, Instant};
 use crate::plan::{PlanEnd, RequestPolicy};
 use crate::testutil::{dep, drive, fail, group, limited, ok_ms, retries, router};
 use crate::{
-    DeploymentLimits, FailureClass, ModelGroup, Outcome, Router, RouterConfig, RoutingStrategy,
+    CallTiming, DeploymentLimits, FailureClass, ModelGroup, Outcome, Router, RouterConfig,
+    RoutingStrategy,
 };
 
 /// Runs one successful request and returns the deployment id called.
@@ -127,8 +128,10 @@ fn latency_routing_uses_ttft_for_streams() {
     let sample = |id: &str| {
         let (total, ttft) = if id == "a" { (900, 20) } else { (300, 200) };
         Outcome::Success {
-            latency: Duration::from_millis(total),
-            ttft: Some(Duration::from_millis(ttft)),
+            timing: CallTiming {
+                latency: Some(Duration::from_millis(total)),
+                ttft: Some(Duration::from_millis(ttft)),
+            },
             prompt_tokens: None,
             completion_tokens: 10,
         }

@@ -62,7 +62,8 @@ impl std::fmt::Debug for StreamRelay {
 impl StreamRelay {
     /// Relays `upstream` through `handler`. `record` is completed and sent to `sink` exactly
     /// once, when the stream ends or is dropped; then `router_slot` gets the stream's
-    /// completion tokens and ends its in-flight count.
+    /// tokens and times (first event relayed; end, when it completed) and ends its in-flight
+    /// count.
     pub fn new(
         upstream: UpstreamBytes,
         idle: Duration,
@@ -140,8 +141,12 @@ impl StreamRelay {
             r.usage = self.handler.usage().or(r.usage);
             r.client_disconnected = client_disconnected;
             r.ended = Instant::now();
-            if let (Some(slot), Some(u)) = (self.router_slot.take(), r.usage) {
-                slot.settle_usage(r.ended, u.reported_prompt_tokens(), u.completion_tokens);
+            if let Some(slot) = self.router_slot.take() {
+                if let Some(u) = r.usage {
+                    slot.settle_usage(r.ended, u.reported_prompt_tokens(), u.completion_tokens);
+                }
+                let completed = self.saw_end && !r.upstream_failed && !client_disconnected;
+                slot.record_timing(r.first_byte, r.ended, completed);
             }
             self.sink.record(r);
         }
