@@ -112,15 +112,10 @@ fn describe(c: &Config, loaded: Option<&LoadedConfig>) -> String {
         let ls = &c.litellm_settings;
         let _ = writeln!(
             s,
-            "  litellm_settings.drop_params = {}",
-            ls.drop_params.unwrap_or(false)
-        );
-        let _ = writeln!(
-            s,
             "  litellm_settings.request_timeout = {}",
             ls.request_timeout
                 .map(|t| format!("{t} s"))
-                .unwrap_or_else(|| "6000 s (default)".into())
+                .unwrap_or_else(|| "600 s (default; LiteLLM's is 6000 s)".into())
         );
         let _ = writeln!(
             s,

@@ -52,7 +52,16 @@ impl Timeouts {
     /// The limits for one request: `override_s` (a client's own `timeout`, s) can only
     /// shorten them all; `stream_override_s` (a streaming client's `stream_timeout` or
     /// `x-litellm-stream-timeout`, s) can only shorten the first-byte and idle-gap bounds.
-    pub fn for_request(&self, override_s: Option<f64>, stream_override_s: Option<f64>) -> Timeouts {
+    ///
+    /// `stream_timeout` bounds streams only (LiteLLM passes it instead of `timeout` when
+    /// `stream: true`): a non-streamed request may take its whole `timeout` before its head,
+    /// so its first-byte bound is its total.
+    pub fn for_request(
+        &self,
+        stream: bool,
+        override_s: Option<f64>,
+        stream_override_s: Option<f64>,
+    ) -> Timeouts {
         let mut t = match secs(override_s) {
             None => *self,
             Some(t) => Timeouts {
@@ -62,7 +71,10 @@ impl Timeouts {
                 total: self.total.min(t),
             },
         };
-        if let Some(s) = secs(stream_override_s) {
+        if !stream {
+            t.first_byte = t.total;
+            t.idle = t.total;
+        } else if let Some(s) = secs(stream_override_s) {
             t.first_byte = t.first_byte.min(s);
             t.idle = t.idle.min(s);
         }
@@ -450,12 +462,12 @@ mod tests {
         assert_eq!(t.total, Duration::from_secs(30));
         assert_eq!(t.first_byte, Duration::from_secs(5));
         assert_eq!(t.idle, Duration::from_secs(5));
-        let r = t.for_request(Some(2.0), None);
+        let r = t.for_request(true, Some(2.0), None);
         assert_eq!(r.total, Duration::from_secs(2));
         assert_eq!(r.first_byte, Duration::from_secs(2));
-        assert_eq!(t.for_request(Some(-1.0), None), t);
+        assert_eq!(t.for_request(true, Some(-1.0), None), t);
         // a stream timeout shortens only the first-byte and idle bounds, never lengthens them
-        let s = t.for_request(None, Some(0.5));
+        let s = t.for_request(true, None, Some(0.5));
         assert_eq!(
             (s.first_byte, s.idle, s.total),
             (
@@ -464,6 +476,18 @@ mod tests {
                 Duration::from_secs(30)
             )
         );
-        assert_eq!(t.for_request(None, Some(60.0)), t);
+        assert_eq!(t.for_request(true, None, Some(60.0)), t);
+        // a non-streamed request has its whole `timeout` for its head: `stream_timeout`
+        // and a client's stream limit do not apply to it
+        let n = t.for_request(false, None, Some(0.5));
+        assert_eq!(
+            (n.connect, n.first_byte, n.total),
+            (t.connect, Duration::from_secs(30), Duration::from_secs(30))
+        );
+        let n = t.for_request(false, Some(2.0), None);
+        assert_eq!(
+            (n.first_byte, n.total),
+            (Duration::from_secs(2), Duration::from_secs(2))
+        );
     }
 }

@@ -52,6 +52,15 @@ impl From<BodyError> for GatewayError {
 
 impl From<&UpstreamError> for GatewayError {
     fn from(e: &UpstreamError) -> Self {
+        Self::from_upstream(e, false)
+    }
+}
+
+impl GatewayError {
+    /// The client-facing error for a transport-level upstream failure: 504 `upstream_timeout`
+    /// for a timeout (naming whose limit it was: the request's own, when
+    /// `request_limit` says the client set one shorter than the deployment's), 502 otherwise.
+    pub fn from_upstream(e: &UpstreamError, request_limit: bool) -> Self {
         let env = match e {
             UpstreamError::Timeout { phase, limit_ms } => {
                 let what = match phase {
@@ -62,7 +71,14 @@ impl From<&UpstreamError> for GatewayError {
                 ErrorEnvelope::new(
                     504,
                     "timeout",
-                    format!("The upstream {what} {limit_ms} ms (the deployment's timeout)."),
+                    format!(
+                        "The upstream {what} {limit_ms} ms ({}).",
+                        if request_limit {
+                            "the request's timeout"
+                        } else {
+                            "the deployment's timeout"
+                        }
+                    ),
                 )
                 .with_code("upstream_timeout")
             }

@@ -171,7 +171,13 @@ async fn probe_once(s: &AppState, dep: &Deployment, model: &str) -> Result<(), S
     let body = Bytes::from(body.to_string());
     let resp = s
         .client
-        .post_json(dep, path, body, dep.timeouts, &[])
+        .post_json(
+            dep,
+            path,
+            body,
+            dep.timeouts.for_request(false, None, None),
+            &[],
+        )
         .await
         .map_err(|e| GatewayError::from(&e).envelope.message)?;
     let status = resp.status;

@@ -731,9 +731,9 @@ async fn attempt_once(
         stream_slot,
     } = call;
     let dialect = endpoint.dialect();
-    let timeouts = dep
-        .timeouts
-        .for_request(timeout_override.total, timeout_override.stream);
+    let timeouts =
+        dep.timeouts
+            .for_request(req.stream, timeout_override.total, timeout_override.stream);
     let mut record = CallRecord {
         call_id: call_id.to_owned(),
         call_type: endpoint.call_type(),
@@ -834,7 +834,7 @@ async fn attempt_once(
     // 6. send
     let extra = per_request_headers(headers, dep);
     // B31: a limit the client set below the deployment's own never counts against it
-    let client_shortened = timeouts.first_byte < dep.timeouts.first_byte;
+    let client_shortened = timeouts != dep.timeouts.for_request(req.stream, None, None);
     let outgoing = Outgoing {
         path,
         mock,
@@ -1047,7 +1047,7 @@ async fn send(
         .map_err(|e| {
             tracing::warn!(deployment = %dep.id, error = %e, "upstream call failed");
             (
-                GatewayError::from(&e),
+                GatewayError::from_upstream(&e, client_shortened),
                 upstream_error_class(&e, client_shortened),
             )
         })?;
@@ -1068,7 +1068,7 @@ async fn send(
     let body = upstream.read_body(limit).await.map_err(|e| {
         tracing::warn!(deployment = %dep.id, error = %e, "upstream response failed");
         (
-            GatewayError::from(&e),
+            GatewayError::from_upstream(&e, client_shortened),
             upstream_error_class(&e, client_shortened),
         )
     })?;

@@ -399,6 +399,55 @@ async fn a_streams_own_stream_timeout_bounds_its_first_byte_only() {
     );
 }
 
+/// `stream_timeout` bounds streams only: a non-streamed request has its deployment's whole
+/// `timeout` to start answering (as in LiteLLM, which passes `stream_timeout` instead of
+/// `timeout` only when `stream: true`). A 504 names whose limit ran out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_timeout_bounds_streams_and_timeout_the_rest() {
+    let m = mock().await;
+    script(
+        &m,
+        json!({"key": "patient", "default": {"first_byte_delay_ms": 700}}),
+    );
+    let gw = Gateway::start(&format!(
+        "model_list:\n  - model_name: patient\n    litellm_params:\n      model: openai/mock-gpt\n      api_base: {}/d/patient/v1\n      api_key: {UPSTREAM_KEY}\n      timeout: 3\n      stream_timeout: 0.3\nrouter_settings:\n  num_retries: 0\n  disable_cooldowns: true\ngeneral_settings:\n  master_key: {MASTER}\n",
+        m.base_url()
+    ));
+    let r = chat(&gw, msg("patient")).await;
+    assert_eq!(r.status(), 200, "a 700 ms answer is within timeout: 3");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["object"], "chat.completion");
+
+    let mut b = msg("patient");
+    b["stream"] = json!(true);
+    let r = chat(&gw, b.clone()).await;
+    assert_eq!(r.status(), 504);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["error"]["message"],
+        "The upstream did not start answering within 300 ms (the deployment's timeout)."
+    );
+    // The request's own shorter limit is named as such.
+    b["stream_timeout"] = json!(0.2);
+    let r = chat(&gw, b).await;
+    assert_eq!(r.status(), 504);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["error"]["message"],
+        "The upstream did not start answering within 200 ms (the request's timeout)."
+    );
+    let mut b = msg("patient");
+    b["timeout"] = json!(0.5);
+    let r = chat(&gw, b).await;
+    assert_eq!(r.status(), 504);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["error"]["message"],
+        "The upstream did not start answering within 500 ms (the request's timeout)."
+    );
+    assert_eq!(calls(&m), vec!["patient".to_owned(); 4]);
+}
+
 fn weighted_config(mock: &str, router: &str) -> String {
     let dep = |group: &str, name: &str, extra: &str| {
         format!(
