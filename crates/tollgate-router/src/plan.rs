@@ -23,8 +23,11 @@
 //!   context-window, content-policy), the plan enters the fallback chain, built once from
 //!   the requested group: `context_window_fallbacks` / `content_policy_fallbacks` for those
 //!   errors (when the group has an entry), else the request's `fallbacks`, else the group's
-//!   `fallbacks`, else `default_fallbacks`. Each group is entered at most once, at most
-//!   `max_fallbacks` of them, each with its own retries; then the plan ends.
+//!   `fallbacks`, else `default_fallbacks`; in each map a rule keyed `*` stands for every
+//!   group without its own. Each group is entered at most once, at most `max_fallbacks` of
+//!   them, each with its own retries; then the plan ends: the fallbacks of a fallback group
+//!   are not followed (B29; LiteLLM re-enters its whole fallback handling for each fallback
+//!   group, up to `max_fallbacks` deep).
 //! - A group with no available deployment (all cooling down, or filtered by pre-call
 //!   checks) counts as exhausted by a rate limit.
 //! - A client cancellation or client timeout ends the plan and is not held against the
@@ -385,6 +388,9 @@ impl Router {
     }
 }
 
+/// The source key of a fallback rule that applies to every group without its own rule.
+const GENERIC_FALLBACK_KEY: &str = "*";
+
 impl<'a> AttemptPlan<'a> {
     /// The next call to make, or `None` when the plan has ended (success, final failure,
     /// client cancellation, or nothing left to try). Calling it again without reporting
@@ -616,8 +622,12 @@ impl<'a> AttemptPlan<'a> {
         let cfg = &router.config;
         let primary = &self.chain[0];
         let keys = [primary.group.name.as_str(), primary.requested.as_ref()];
+        // The group's own entry, else the generic one: a rule keyed `*` applies to every group
+        // without its own (LiteLLM's `get_fallback_model_group`).
         let entry_of = |map: &'a std::collections::HashMap<String, Vec<String>>| {
-            keys.iter().find_map(|k| map.get(*k))
+            keys.iter()
+                .find_map(|k| map.get(*k))
+                .or_else(|| map.get(GENERIC_FALLBACK_KEY))
         };
         let special = match class {
             FailureClass::ContextWindowExceeded => entry_of(&cfg.context_window_fallbacks),
@@ -628,7 +638,13 @@ impl<'a> AttemptPlan<'a> {
         let names: Vec<Cow<'a, str>> = match (special, request) {
             (Some(list), _) => list.iter().map(|s| Cow::Borrowed(s.as_str())).collect(),
             (None, Some(list)) => list.into_iter().map(Cow::Owned).collect(),
-            (None, None) => entry_of(&cfg.fallbacks)
+            // `default_fallbacks` is LiteLLM's `{"*": default_fallbacks}` appended to
+            // `fallbacks`: it wins over an earlier `*` rule.
+            (None, None) => keys
+                .iter()
+                .find_map(|k| cfg.fallbacks.get(*k))
+                .or((!cfg.default_fallbacks.is_empty()).then_some(&cfg.default_fallbacks))
+                .or_else(|| cfg.fallbacks.get(GENERIC_FALLBACK_KEY))
                 .unwrap_or(&cfg.default_fallbacks)
                 .iter()
                 .map(|s| Cow::Borrowed(s.as_str()))

@@ -503,6 +503,72 @@ fn default_fallbacks_for_groups_without_their_own() {
 }
 
 #[test]
+fn a_star_rule_is_the_fallback_of_every_group_without_its_own() {
+    let map = |pairs: &[(&str, &[&str])]| -> HashMap<String, Vec<String>> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.iter().map(|s| (*s).to_owned()).collect()))
+            .collect()
+    };
+    let cfg = RouterConfig {
+        fallbacks: map(&[("*", &["c"]), ("b", &["d"])]),
+        context_window_fallbacks: map(&[("*", &["big"])]),
+        ..Default::default()
+    };
+    let r = router(
+        vec![
+            group("a", &["a1"]),
+            group("b", &["b1"]),
+            group("c", &["c1"]),
+            group("d", &["d1"]),
+            group("big", &["big1"]),
+        ],
+        cfg,
+    );
+    let run = |g: &str, class: FailureClass| {
+        let mut plan = r.plan(g, retries(0)).unwrap();
+        let failing = format!("{g}1");
+        drive(&mut plan, Instant::now(), |id| {
+            if id == failing { fail(class) } else { ok_ms(1) }
+        })
+        .0
+    };
+    assert_eq!(run("a", FailureClass::ServerError), vec!["a1", "c1"]);
+    // a group's own rule wins over `*`
+    assert_eq!(run("b", FailureClass::ServerError), vec!["b1", "d1"]);
+    // `*` is never its own group's fallback
+    assert_eq!(run("c", FailureClass::ServerError), vec!["c1"]);
+    assert_eq!(
+        run("a", FailureClass::ContextWindowExceeded),
+        vec!["a1", "big1"]
+    );
+
+    // `default_fallbacks` is LiteLLM's `{"*": ...}` appended last: it wins over `*`.
+    let cfg = RouterConfig {
+        fallbacks: map(&[("*", &["c"])]),
+        default_fallbacks: vec!["d".into()],
+        ..Default::default()
+    };
+    let r = router(
+        vec![
+            group("a", &["a1"]),
+            group("c", &["c1"]),
+            group("d", &["d1"]),
+        ],
+        cfg,
+    );
+    let mut plan = r.plan("a", retries(0)).unwrap();
+    let (ids, _) = drive(&mut plan, Instant::now(), |id| {
+        if id == "a1" {
+            fail(FailureClass::ServerError)
+        } else {
+            ok_ms(1)
+        }
+    });
+    assert_eq!(ids, vec!["a1", "d1"]);
+}
+
+#[test]
 fn retry_policy_and_retry_precedence() {
     let mut policy = RetryPolicy::default();
     policy.set("RateLimitErrorRetries", 0).unwrap();
