@@ -168,10 +168,7 @@ impl EndpointUrls {
         {
             return Ok(uri.clone());
         }
-        let mut joined = String::with_capacity(base.len() + path.len());
-        joined.push_str(base);
-        joined.push_str(path);
-        let uri = parse_upstream_uri(joined)?;
+        let uri = parse_upstream_uri(crate::deployment::join_url(base, path))?;
         if let Ok(mut cached) = self.0.write()
             && cached.len() < Self::MAX
             && !cached.iter().any(|(p, _)| &**p == path)
@@ -333,7 +330,7 @@ impl UpstreamClient {
         path: &str,
         timeouts: Timeouts,
     ) -> Result<UpstreamResponse, UpstreamError> {
-        let uri = parse_upstream_uri(format!("{}{}", deployment.base_url, path))?;
+        let uri = parse_upstream_uri(crate::deployment::join_url(&deployment.base_url, path))?;
         if uri.scheme_str() == Some("http") {
             let fields = deployment.headers.iter().map(|(n, v)| (n, v));
             return self

@@ -243,11 +243,13 @@ impl Deployment {
         let base_url = match (base, &mock) {
             (Some(b), _) if provider.dialect == WireDialect::Anthropic => {
                 // LiteLLM configs write the Anthropic base with or without the path.
-                let t = b.trim_end_matches('/');
-                let t = t.strip_suffix("/v1/messages").unwrap_or(t);
-                t.strip_suffix("/v1").unwrap_or(t).to_owned()
+                with_query(&b, |path| {
+                    let t = path.trim_end_matches('/');
+                    let t = t.strip_suffix("/v1/messages").unwrap_or(t);
+                    t.strip_suffix("/v1").unwrap_or(t).to_owned()
+                })
             }
-            (Some(b), _) => normalise_base(&b, provider.base_suffix),
+            (Some(b), _) => with_query(&b, |path| normalise_base(path, provider.base_suffix)),
             (None, Some(_)) => String::new(),
             (None, None) => {
                 return Err(DeploymentError::MissingApiBase {
@@ -358,6 +360,28 @@ fn take_mock(
     })
 }
 
+/// `f` applied to the part of `base` before its query, the query (if any) kept after it.
+fn with_query(base: &str, f: impl FnOnce(&str) -> String) -> String {
+    match base.split_once('?') {
+        Some((path, query)) => format!("{}?{query}", f(path)),
+        None => f(base),
+    }
+}
+
+/// `{base}{path}`, a query the base carries (some OpenAI-compatible servers take a key or an
+/// `api-version` there) kept after the joined path: `http://h/v1?k=x` + `/chat/completions`
+/// gives `http://h/v1/chat/completions?k=x`. A query of `path`'s own comes first, joined to
+/// the base's with `&`.
+pub fn join_url(base: &str, path: &str) -> String {
+    match base.split_once('?') {
+        None => format!("{base}{path}"),
+        Some((b, q)) => match path.split_once('?') {
+            None => format!("{b}{path}?{q}"),
+            Some((p, pq)) => format!("{b}{p}?{pq}&{q}"),
+        },
+    }
+}
+
 fn normalise_base(base: &str, suffix: &str) -> String {
     let trimmed = base.trim_end_matches('/');
     if !suffix.is_empty() && !trimmed.ends_with(suffix) {
@@ -454,6 +478,35 @@ mod tests {
         assert_eq!(d.headers[0].1, "sk-ant-x");
         assert_eq!(d.headers[1].0, "anthropic-version");
         assert_eq!(d.headers[1].1, ANTHROPIC_VERSION);
+    }
+
+    #[test]
+    fn a_query_on_api_base_stays_after_the_joined_path() {
+        let mut s = spec("openai");
+        s.api_base = Some("http://127.0.0.1:9/d/east/v1/?api-key=x".into());
+        let d = Deployment::build(s, &|_| None).unwrap();
+        assert_eq!(d.base_url, "http://127.0.0.1:9/d/east/v1?api-key=x");
+        assert_eq!(
+            join_url(&d.base_url, "/chat/completions"),
+            "http://127.0.0.1:9/d/east/v1/chat/completions?api-key=x"
+        );
+        assert_eq!(
+            join_url(&d.base_url, "/responses/r1?include=a"),
+            "http://127.0.0.1:9/d/east/v1/responses/r1?include=a&api-key=x"
+        );
+        assert_eq!(
+            join_url("http://h/v1", "/embeddings"),
+            "http://h/v1/embeddings"
+        );
+        let mut s = spec("anthropic");
+        s.api_key = Some("sk-ant-x".into());
+        s.api_base = Some("http://127.0.0.1:9/v1/messages?beta=true".into());
+        let d = Deployment::build(s, &|_| None).unwrap();
+        assert_eq!(d.base_url, "http://127.0.0.1:9?beta=true");
+        assert_eq!(
+            join_url(&d.base_url, "/v1/messages"),
+            "http://127.0.0.1:9/v1/messages?beta=true"
+        );
     }
 
     #[test]

@@ -448,6 +448,23 @@ async fn stream_timeout_bounds_streams_and_timeout_the_rest() {
     assert_eq!(calls(&m), vec!["patient".to_owned(); 4]);
 }
 
+/// An `api_base` with a query (a key or an `api-version` some servers take there) keeps it
+/// after the joined path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_on_api_base_follows_the_path() {
+    let m = mock().await;
+    let gw = Gateway::start(&format!(
+        "model_list:\n  - model_name: q\n    litellm_params:\n      model: openai/mock-gpt\n      api_base: {}/d/east/v1?api-key=x\n      api_key: {UPSTREAM_KEY}\ngeneral_settings:\n  master_key: {MASTER}\n",
+        m.base_url()
+    ));
+    let r = chat(&gw, msg("q")).await;
+    assert_eq!(r.status(), 200);
+    let seen = m.drain_observations();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/d/east/v1/chat/completions");
+    assert_eq!(seen[0].query.as_deref(), Some("api-key=x"));
+}
+
 fn weighted_config(mock: &str, router: &str) -> String {
     let dep = |group: &str, name: &str, extra: &str| {
         format!(
