@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use arc_swap::ArcSwap;
 use tollgate_config::{Config, LoadedConfig, ModelEntry};
+use tollgate_governance::pricing::PriceTable;
 use tollgate_providers::{Deployment, DeploymentError, DeploymentSpec, UpstreamClient};
 use tollgate_router::{DeploymentLimits, ModelGroup, RoutedDeployment, Router, RouterConfig};
 
@@ -151,7 +152,45 @@ pub fn routed_entry(
             .unwrap_or(1.0),
         order: p.order.unwrap_or(u32::MAX),
     };
-    Ok((routed, DeploymentLimits::from_entry(entry)))
+    let mut limits = DeploymentLimits::from_entry(entry);
+    if cost_based(config)
+        && (limits.input_cost_per_token.is_none() || limits.output_cost_per_token.is_none())
+    {
+        price_from_builtin_table(&mut limits, &routed.deployment, entry);
+    }
+    Ok((routed, limits))
+}
+
+/// Whether `cost-based-routing` is the routing strategy (the only user of a deployment's
+/// prices in the router).
+fn cost_based(config: &Config) -> bool {
+    config
+        .router_settings
+        .routing_strategy
+        .as_deref()
+        .map(str::trim)
+        == Some("cost-based-routing")
+}
+
+/// Fills the prices a deployment's config leaves unset from the built-in price table, looked
+/// up as spend tracking looks them up (`model_info.base_model`, else the upstream model, under
+/// the provider's name first), so `cost-based-routing` ranks a `gpt-4o-mini` below a `gpt-4o`
+/// without prices in the config, as LiteLLM's does from its cost map. A map loaded from
+/// `LITELLM_MODEL_COST_MAP_URL` prices spend but is not read here (it loads later, with the
+/// store).
+fn price_from_builtin_table(limits: &mut DeploymentLimits, d: &Deployment, entry: &ModelEntry) {
+    let model = entry
+        .model_info
+        .base_model
+        .as_deref()
+        .filter(|m| !m.is_empty())
+        .unwrap_or(&d.upstream_model);
+    if let Some(p) = PriceTable::builtin().lookup(Some(d.provider.name), model) {
+        limits.input_cost_per_token.get_or_insert(p.input_per_token);
+        limits
+            .output_cost_per_token
+            .get_or_insert(p.output_per_token);
+    }
 }
 
 fn model_groups<'a>(

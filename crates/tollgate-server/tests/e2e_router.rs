@@ -465,6 +465,28 @@ async fn a_query_on_api_base_follows_the_path() {
     assert_eq!(seen[0].query.as_deref(), Some("api-key=x"));
 }
 
+/// `cost-based-routing` without prices in the config ranks deployments by the built-in price
+/// table: gpt-4o-mini (0.15/0.60 USD per 1M tokens) below gpt-4o (2.50/10.00).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cost_based_routing_prices_deployments_from_the_built_in_table() {
+    let m = mock().await;
+    let dep = |name: &str, model: &str| {
+        format!(
+            "  - model_name: mix\n    litellm_params:\n      model: openai/{model}\n      api_base: {}/d/{name}/v1\n      api_key: {UPSTREAM_KEY}\n",
+            m.base_url()
+        )
+    };
+    let gw = Gateway::start(&format!(
+        "model_list:\n{}{}router_settings:\n  routing_strategy: cost-based-routing\n  num_retries: 0\ngeneral_settings:\n  master_key: {MASTER}\n",
+        dep("east", "gpt-4o"),
+        dep("west", "gpt-4o-mini"),
+    ));
+    for _ in 0..10 {
+        assert_eq!(chat(&gw, msg("mix")).await.status(), 200);
+    }
+    assert_eq!(calls(&m), vec!["west".to_owned(); 10]);
+}
+
 fn weighted_config(mock: &str, router: &str) -> String {
     let dep = |group: &str, name: &str, extra: &str| {
         format!(
