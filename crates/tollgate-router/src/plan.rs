@@ -216,8 +216,9 @@ pub enum PlanEnd<'a> {
     NoDeployments {
         /// The requested model group.
         group: &'a str,
-        /// Time until the first cooling deployment returns (1 s if none is cooling: the
-        /// deployments were filtered by pre-call checks).
+        /// Time until the first deployment returns: the end of its cooldown, or of the
+        /// minute whose `rpm`/`tpm` it used up (1 s when none will by itself, e.g. every
+        /// deployment's context window is too small for the prompt).
         retry_after: Duration,
     },
     /// The client cancelled.

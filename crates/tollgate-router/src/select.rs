@@ -25,8 +25,8 @@ pub(crate) struct SelectCtx {
 pub(crate) enum Selection {
     /// Index into the group's deployments.
     Picked(usize),
-    /// Nothing available; the time until the first cooling deployment returns, if any is
-    /// cooling down.
+    /// Nothing available; the time until the first deployment returns, if any will: the end
+    /// of a cooldown, or of the minute whose RPM/TPM a deployment has used up.
     Unavailable { retry_after: Option<Duration> },
 }
 
@@ -117,6 +117,12 @@ impl Router {
                     .tpm
                     .is_some_and(|tpm| snap.tpm_used.saturating_add(ctx.prompt_tokens) > tpm)
             {
+                // Its capacity comes back when this minute's counts start afresh (a prompt
+                // larger than its whole TPM never fits, and says nothing sooner).
+                if lim.tpm.is_none_or(|tpm| ctx.prompt_tokens <= tpm) {
+                    let back = self.state.minute_ends(now);
+                    *soonest = Some(soonest.map_or(back, |s| s.min(back)));
+                }
                 return None;
             }
             if pre_call && lim.max_input_tokens.is_some_and(|m| ctx.prompt_tokens > m) {

@@ -153,6 +153,8 @@ pub trait RouterState: Send + Sync + fmt::Debug {
     /// Records a failure that counts towards cooldown; returns the cooldown deadline if this
     /// failure started one.
     fn record_failure(&self, slot: usize, now: Instant, rule: &CooldownRule) -> Option<Instant>;
+    /// When the minute `now` falls in ends: this minute's RPM/TPM counts start afresh then.
+    fn minute_ends(&self, now: Instant) -> Instant;
     /// Number of slots held.
     fn slots(&self) -> usize;
     /// Bytes held for the state (constant for a given number of slots).
@@ -321,6 +323,10 @@ impl RouterState for InMemoryState {
             Some(until)
         })
         .flatten()
+    }
+
+    fn minute_ends(&self, now: Instant) -> Instant {
+        self.epoch + Duration::from_secs((self.minute(now) + 1) * 60)
     }
 
     fn slots(&self) -> usize {

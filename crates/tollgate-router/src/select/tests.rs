@@ -245,7 +245,32 @@ fn usage_based_lowest_tpm_and_limits() {
     // a is at 7,000 of 10,000 tokens: 3,500 more do not fit, and b is at its rpm.
     let mut plan = r.plan("g", policy(3500)).unwrap();
     assert!(plan.next_attempt(t0).is_none());
-    assert!(matches!(plan.summary().end, PlanEnd::NoDeployments { .. }));
+    // The capacity comes back when the minute's counts start afresh: `retry-after` says when
+    // (the router's minutes count from its creation, just before t0).
+    let back = |at: Instant, tokens| {
+        let mut plan = r.plan("g", policy(tokens)).unwrap();
+        assert!(plan.next_attempt(at).is_none());
+        match plan.summary().end {
+            PlanEnd::NoDeployments { retry_after, .. } => retry_after,
+            other => panic!("{other:?}"),
+        }
+    };
+    let wait = back(t0, 3500);
+    assert!(
+        wait > Duration::from_secs(59) && wait <= Duration::from_secs(60),
+        "{wait:?}"
+    );
+    let wait = back(t0 + Duration::from_secs(20), 3500);
+    assert!(
+        wait > Duration::from_secs(39) && wait <= Duration::from_secs(40),
+        "{wait:?}"
+    );
+    // A prompt larger than a's whole TPM never fits a; b's rpm returns with the minute.
+    let wait = back(t0 + Duration::from_secs(20), 20_000);
+    assert!(
+        wait > Duration::from_secs(39) && wait <= Duration::from_secs(40),
+        "{wait:?}"
+    );
     // Next minute: usage starts again.
     let next = t0 + Duration::from_secs(61);
     let id = one(&r, "g", next, policy(3500), |_| 5);
@@ -312,16 +337,19 @@ fn pre_call_checks_skip_small_context_and_exhausted_rpm() {
     let t0 = Instant::now();
     assert_eq!(one(&r, "g", t0, long.clone(), |_| 5), "big");
     assert_eq!(one(&r, "g", t0, long.clone(), |_| 5), "big");
-    // big is at its rpm (2) this minute; small is too small.
+    // big is at its rpm (2) this minute, back when the minute ends; small is too small.
     let mut plan = r.plan("g", long.clone()).unwrap();
     assert!(plan.next_attempt(t0).is_none());
-    assert_eq!(
-        plan.summary().end,
-        PlanEnd::NoDeployments {
-            group: "g",
-            retry_after: Duration::from_secs(1)
+    match plan.summary().end {
+        PlanEnd::NoDeployments { group, retry_after } => {
+            assert_eq!(group, "g");
+            assert!(
+                retry_after > Duration::from_secs(59) && retry_after <= Duration::from_secs(60),
+                "{retry_after:?}"
+            );
         }
-    );
+        other => panic!("{other:?}"),
+    }
     // Without pre-call checks both are candidates.
     let r = router(
         vec![limited("g", &[("small", small), ("big", big)])],
