@@ -169,18 +169,13 @@ async fn run(
     }
 
     // 4. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
+    let num_retries = match req.num_retries()? {
+        Some(n) => Some(n),
+        None => header_count(headers, &X_LITELLM_NUM_RETRIES)?,
+    };
     let policy = RequestPolicy {
-        num_retries: req
-            .body
-            .typed_field::<u32>("num_retries", "a non-negative integer")
-            .ok()
-            .flatten()
-            .or_else(|| header_num(headers, &X_LITELLM_NUM_RETRIES)),
-        fallbacks: req
-            .body
-            .typed_field::<Vec<String>>("fallbacks", "a list of model names")
-            .ok()
-            .flatten(),
+        num_retries,
+        fallbacks: req.fallbacks()?,
         prompt_tokens: (body.len() / 4) as u64,
         stream: req.stream,
     };
@@ -1126,6 +1121,24 @@ fn header_num<T: std::str::FromStr>(
         .get(name)
         .and_then(|v| v.to_str().ok())
         .and_then(|s| s.trim().parse().ok())
+}
+
+/// A count header (`x-litellm-num-retries`): absent is `None`; anything but a non-negative
+/// integer is a 400 naming the header, not silently ignored.
+fn header_count(headers: &HeaderMap, name: &HeaderName) -> Result<Option<u32>, GatewayError> {
+    let Some(v) = headers.get(name) else {
+        return Ok(None);
+    };
+    match v.to_str().ok().and_then(|s| s.trim().parse().ok()) {
+        Some(n) => Ok(Some(n)),
+        None => Err(ErrorEnvelope::new(
+            400,
+            "invalid_request_error",
+            format!("The {name} header must be a non-negative integer."),
+        )
+        .with_code("invalid_header")
+        .into()),
+    }
 }
 
 /// 429 "No deployments available" with `retry-after` (whole seconds, ≥ 1) until the first

@@ -244,6 +244,47 @@ impl<'a> ParsedRequest<'a> {
         );
     }
 
+    /// The request's own `num_retries` (LiteLLM's body field; a header may set it too).
+    ///
+    /// Errors: [`BodyError::WrongType`] unless a non-negative integer or `null`.
+    pub fn num_retries(&self) -> Result<Option<u32>, BodyError> {
+        self.body
+            .typed_field("num_retries", "a non-negative integer")
+    }
+
+    /// The request's own `fallbacks`: the model groups to try, in order, when the requested
+    /// one fails. LiteLLM takes model names or `{"model": NAME}` objects (its client-side
+    /// fallbacks docs); other keys of such an object would change the request for that
+    /// fallback, which Tollgate does not do, so an object with them is refused rather than
+    /// half applied.
+    ///
+    /// Errors: [`BodyError::WrongType`] for anything else (a bare string included).
+    pub fn fallbacks(&self) -> Result<Option<Vec<String>>, BodyError> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Entry {
+            Name(String),
+            Model(ModelOnly),
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct ModelOnly {
+            model: String,
+        }
+        let entries: Option<Vec<Entry>> = self.body.typed_field(
+            "fallbacks",
+            "a list of model names (or of {\"model\": name} objects)",
+        )?;
+        Ok(entries.map(|v| {
+            v.into_iter()
+                .map(|e| match e {
+                    Entry::Name(n) => n,
+                    Entry::Model(m) => m.model,
+                })
+                .collect()
+        }))
+    }
+
     /// The client's `stream_options` object with `include_usage: true` set.
     fn forced_stream_options(&self) -> String {
         let mut map = self
@@ -283,6 +324,49 @@ mod tests {
             std::str::from_utf8(&out).unwrap(),
             r#"{"model":"gpt-4o-2024","messages":[{"role":"user","content":"hi"}],"brand_new_param":{"a":1},"user":"u","temperature":0.1,"seed":42}"#
         );
+    }
+
+    #[test]
+    fn request_fallbacks_take_names_and_model_objects_and_refuse_the_rest() {
+        let parse = |extra: &str| {
+            let raw =
+                format!(r#"{{"model":"a","messages":[{{"role":"user","content":"x"}}]{extra}}}"#);
+            let p = ParsedRequest::parse(raw.as_bytes(), Endpoint::ChatCompletions).unwrap();
+            (p.fallbacks(), p.num_retries())
+        };
+        assert_eq!(parse("").0, Ok(None));
+        assert_eq!(
+            parse(r#","fallbacks":["b",{"model":"c"}],"num_retries":2"#),
+            (Ok(Some(vec!["b".to_owned(), "c".to_owned()])), Ok(Some(2)))
+        );
+        for bad in [
+            r#","fallbacks":"c""#,
+            r#","fallbacks":[{"model":"c","messages":[]}]"#,
+            r#","fallbacks":[1]"#,
+        ] {
+            assert!(
+                matches!(
+                    parse(bad).0,
+                    Err(BodyError::WrongType {
+                        field: "fallbacks",
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
+        for bad in [r#","num_retries":"3""#, r#","num_retries":-1"#] {
+            assert!(
+                matches!(
+                    parse(bad).1,
+                    Err(BodyError::WrongType {
+                        field: "num_retries",
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

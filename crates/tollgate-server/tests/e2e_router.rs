@@ -113,6 +113,52 @@ async fn fallback_chain_ends_with_the_last_error() {
     );
 }
 
+/// A request's own `fallbacks` take LiteLLM's `{"model": name}` objects as well as names;
+/// what Tollgate cannot honour, or cannot read, is refused with a 400 before any upstream
+/// call instead of being ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_fallbacks_and_retries_are_read_or_refused() {
+    let m = mock().await;
+    script(&m, json!({"key": "primary", "default": {"status": 500}}));
+    let gw = Gateway::start(&config(&m.base_url(), NO_COOLDOWN));
+    let mut body = msg("primary");
+    body["num_retries"] = json!(0);
+    body["fallbacks"] = json!([{"model": "solo"}]);
+    let r = chat(&gw, body.clone()).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-litellm-model-group"], "solo");
+    assert_eq!(calls(&m), vec!["primary", "solo"]);
+
+    for (field, value) in [
+        ("fallbacks", json!("solo")),
+        ("fallbacks", json!([{"model": "solo", "temperature": 0}])),
+        ("num_retries", json!("3")),
+    ] {
+        let mut b = body.clone();
+        b[field] = value.clone();
+        let r = chat(&gw, b).await;
+        assert_eq!(r.status(), 400, "{field}: {value}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "invalid_type", "{v}");
+        assert_eq!(v["error"]["param"], field, "{v}");
+    }
+    let r = client()
+        .post(gw.url("/v1/chat/completions"))
+        .header("authorization", format!("Bearer {MASTER}"))
+        .header("x-litellm-num-retries", "abc")
+        .json(&msg("primary"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "invalid_header", "{v}");
+    assert!(
+        calls(&m).is_empty(),
+        "no upstream call for a refused request"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mock_testing_fallbacks_fail_the_requested_group_without_calling_it() {
     let m = mock().await;
