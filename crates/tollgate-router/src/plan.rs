@@ -537,8 +537,24 @@ impl<'a> AttemptPlan<'a> {
             self.finish();
             return;
         }
-        if let Some(rule) = router.cooldown_rule(class, attempt.group.deployments.len()) {
+        if let Some(mut rule) = router.cooldown_rule(class, attempt.group.deployments.len()) {
+            // The upstream's own `retry-after` is how long it wants to be left alone: it
+            // replaces `cooldown_time` (LiteLLM's `deployment_callback_on_failure`).
+            if let Some(wait) = retry_after.filter(|w| !w.is_zero()) {
+                rule.cooldown_time = wait;
+            }
             router.state.record_failure(slot, now, &rule);
+        }
+        if class == FailureClass::Timeout {
+            // A deployment that timed out took at least as long as it was given: that wait is
+            // a latency sample, so latency-based routing moves off a hanging deployment even
+            // with cooldowns off (LiteLLM records a timeout as a 1,000 s latency).
+            let waited = now.saturating_duration_since(attempt.began.max(attempt.not_before));
+            let timing = CallTiming {
+                latency: Some(waited),
+                ttft: self.stream.then_some(waited),
+            };
+            router.state.record_timing(slot, now, &timing);
         }
         let budget = self.retry_budget(attempt.group, attempt.index, class);
         let wait_ok = retry_after.is_none_or(|r| r <= router.config.max_retry_wait);

@@ -792,6 +792,66 @@ fn allowed_fails_policy_sets_the_threshold_per_error_class() {
 }
 
 #[test]
+fn an_upstream_retry_after_sets_the_cooldown_and_a_timeout_is_a_latency_sample() {
+    let cfg = RouterConfig {
+        allowed_fails: 1,
+        allowed_fails_configured: true,
+        cooldown_time: Duration::from_secs(5),
+        ..Default::default()
+    };
+    let r = router(vec![group("g", &["a", "b"])], cfg);
+    let t0 = Instant::now();
+    // a answers 429 with retry-after: 20 s: it cools for 20 s, not cooldown_time's 5.
+    let mut plan = r.plan("g", retries(0)).unwrap();
+    let attempt = plan.next_attempt(t0).unwrap();
+    let slot = if attempt.deployment.deployment.id == "a" {
+        0
+    } else {
+        1
+    };
+    plan.report(
+        &attempt,
+        Outcome::Failure {
+            class: FailureClass::RateLimit,
+            retry_after: Some(Duration::from_secs(20)),
+        },
+        t0,
+    );
+    assert_eq!(
+        r.state().snapshot(slot, t0).cooldown_until,
+        Some(t0 + Duration::from_secs(20))
+    );
+
+    // A stream that timed out after 3 s: 3 s of latency and of time to first token.
+    let r = router(vec![group("g", &["a"])], RouterConfig::default());
+    let stream = RequestPolicy {
+        stream: true,
+        num_retries: Some(0),
+        ..Default::default()
+    };
+    let mut plan = r.plan("g", stream).unwrap();
+    let attempt = plan.next_attempt(t0).unwrap();
+    plan.report(
+        &attempt,
+        fail(FailureClass::Timeout),
+        t0 + Duration::from_secs(3),
+    );
+    let snap = r.state().snapshot(0, t0 + Duration::from_secs(3));
+    assert_eq!(snap.latency_ms.map(|(v, _)| v), Some(3_000.0));
+    assert_eq!(snap.ttft_ms.map(|(v, _)| v), Some(3_000.0));
+    // The client's own timeout says nothing about the deployment.
+    let r = router(vec![group("g", &["a"])], RouterConfig::default());
+    let mut plan = r.plan("g", retries(0)).unwrap();
+    let attempt = plan.next_attempt(t0).unwrap();
+    plan.report(
+        &attempt,
+        fail(FailureClass::ClientTimeout),
+        t0 + Duration::from_secs(3),
+    );
+    assert_eq!(r.state().snapshot(0, t0).latency_ms, None);
+}
+
+#[test]
 fn a_held_stream_reports_its_first_event_and_end_times_not_its_head() {
     let r = Arc::new(router(vec![group("a", &["a1"])], RouterConfig::default()));
     let t0 = Instant::now();
