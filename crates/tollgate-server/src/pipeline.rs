@@ -171,7 +171,7 @@ async fn run(
     // 4. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
     let num_retries = match req.num_retries()? {
         Some(n) => Some(n),
-        None => header_count(headers, &X_LITELLM_NUM_RETRIES)?,
+        None => header_count(headers, &X_LITELLM_NUM_RETRIES).map_err(invalid_header)?,
     };
     let policy = RequestPolicy {
         num_retries,
@@ -1124,21 +1124,29 @@ fn header_num<T: std::str::FromStr>(
 }
 
 /// A count header (`x-litellm-num-retries`): absent is `None`; anything but a non-negative
-/// integer is a 400 naming the header, not silently ignored.
-fn header_count(headers: &HeaderMap, name: &HeaderName) -> Result<Option<u32>, GatewayError> {
+/// integer is an error naming the header (see [`invalid_header`]), not silently ignored.
+fn header_count<'n>(
+    headers: &HeaderMap,
+    name: &'n HeaderName,
+) -> Result<Option<u32>, &'n HeaderName> {
     let Some(v) = headers.get(name) else {
         return Ok(None);
     };
     match v.to_str().ok().and_then(|s| s.trim().parse().ok()) {
         Some(n) => Ok(Some(n)),
-        None => Err(ErrorEnvelope::new(
-            400,
-            "invalid_request_error",
-            format!("The {name} header must be a non-negative integer."),
-        )
-        .with_code("invalid_header")
-        .into()),
+        None => Err(name),
     }
+}
+
+/// 400 `invalid_header`: a count header that is not a non-negative integer.
+fn invalid_header(name: &HeaderName) -> GatewayError {
+    ErrorEnvelope::new(
+        400,
+        "invalid_request_error",
+        format!("The {name} header must be a non-negative integer."),
+    )
+    .with_code("invalid_header")
+    .into()
 }
 
 /// 429 "No deployments available" with `retry-after` (whole seconds, ≥ 1) until the first
