@@ -95,7 +95,8 @@ impl EventHandler for OpenAiPassthrough {
         let mut step = Step::Continue;
         if data == b"[DONE]" {
             step = Step::End { failed: false };
-        } else if data.starts_with(b"{\"error\"") {
+        } else if super::first_event::is_error_data(data) {
+            // The upstream's error chunk is OpenAI's terminal error already: relayed as is.
             step = Step::End { failed: true };
         } else if let Some(cu) = openai_chunk_usage(data) {
             // Usage values are cumulative: the last one wins (never summed; B10).

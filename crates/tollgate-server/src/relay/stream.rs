@@ -6,6 +6,10 @@
 //! Passthrough handlers forward the event's exact bytes and parse a copy for usage;
 //! translating handlers run a dialect state machine.
 //!
+//! The relay starts from a [`Primed`] stream: its first data event was already read (and found
+//! not to be an error) before the client's head was sent ([`super::first_event`]); that event,
+//! and anything read with it, is relayed first.
+//!
 //! Failure handling: an upstream read error, an idle gap longer than the deployment's limit,
 //! an oversized event, or an upstream EOF before `data: [DONE]` (or an error event) reaches the
 //! client as an OpenAI-shaped SSE error event, never as a silent clean end. When the client
@@ -27,6 +31,7 @@ use tollgate_protocol::{RawEvent, SseFramer};
 use tollgate_providers::UpstreamError;
 use tollgate_router::StreamSlot;
 
+use super::first_event::Primed;
 use super::handlers::{EventHandler, Step};
 use super::{CallRecord, CallSink};
 
@@ -42,6 +47,9 @@ pub struct StreamRelay {
     framer: SseFramer,
     idle: Duration,
     sleep: Pin<Box<Sleep>>,
+    /// Events read before the head (comment-only ones, then the first data event).
+    preamble: Vec<RawEvent>,
+    first: Option<RawEvent>,
     queue: VecDeque<Bytes>,
     handler: Box<dyn EventHandler>,
     finished: bool,
@@ -60,12 +68,13 @@ impl std::fmt::Debug for StreamRelay {
 }
 
 impl StreamRelay {
-    /// Relays `upstream` through `handler`. `record` is completed and sent to `sink` exactly
+    /// Relays `upstream` through `handler`, starting with the events already read from it;
+    /// `idle` bounds each gap between reads. `record` is completed and sent to `sink` exactly
     /// once, when the stream ends or is dropped; then `router_slot` gets the stream's
     /// tokens and times (first event relayed; end, when it completed) and ends its in-flight
     /// count.
     pub fn new(
-        upstream: UpstreamBytes,
+        upstream: Primed,
         idle: Duration,
         handler: Box<dyn EventHandler>,
         record: CallRecord,
@@ -73,10 +82,12 @@ impl StreamRelay {
         router_slot: Option<StreamSlot>,
     ) -> Self {
         Self {
-            upstream,
-            framer: SseFramer::new(MAX_EVENT_BYTES),
+            upstream: upstream.upstream,
+            framer: upstream.framer,
             idle,
-            sleep: Box::pin(tokio::time::sleep(idle)),
+            sleep: upstream.sleep,
+            preamble: upstream.preamble,
+            first: upstream.first,
             queue: VecDeque::with_capacity(4),
             handler,
             finished: false,
@@ -167,6 +178,16 @@ impl Stream for StreamRelay {
                 this.complete(false);
                 return Poll::Ready(None);
             }
+            if this.first.is_some() || !this.preamble.is_empty() {
+                for ev in std::mem::take(&mut this.preamble) {
+                    this.on_event(ev);
+                }
+                if let Some(first) = this.first.take() {
+                    this.on_event(first);
+                }
+                this.drain_events();
+                continue;
+            }
             match this.upstream.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
                     let deadline = tokio::time::Instant::now() + this.idle;
@@ -255,7 +276,7 @@ mod tests {
             chunks.into_iter().map(|c| Ok(Bytes::from_static(c))),
         ));
         let relay = StreamRelay::new(
-            up,
+            Primed::unread(up, Duration::from_secs(5)),
             Duration::from_secs(5),
             Box::new(OpenAiPassthrough::new(strip)),
             record(),
@@ -326,7 +347,7 @@ mod tests {
                 .chain(futures_util::stream::pending()),
         );
         let relay = StreamRelay::new(
-            up,
+            Primed::unread(up, Duration::from_millis(50)),
             Duration::from_millis(50),
             Box::new(OpenAiPassthrough::new(false)),
             record(),
@@ -352,7 +373,7 @@ mod tests {
             .chain(futures_util::stream::pending()),
         );
         let mut relay = StreamRelay::new(
-            up,
+            Primed::unread(up, Duration::from_secs(5)),
             Duration::from_secs(5),
             Box::new(OpenAiPassthrough::new(false)),
             record(),
