@@ -524,3 +524,35 @@ async fn a_midstream_error_ends_every_dialect_pair_with_its_terminal_error() {
         assert_eq!(calls(&m), [group], "{case}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_midstream_error_is_recorded_as_failed_with_the_usage_seen_so_far() {
+    let m = mock().await;
+    let gw = GovGateway::start(&config(&m.base_url(), "  num_retries: 0\n"));
+    let (key, hash) = generate_key(&gw, json!({})).await;
+    // Anthropic reports its input (and 1 output token) in message_start: that usage stands,
+    // with the completion at least the content events relayed (B: one token each).
+    script(
+        &m,
+        "solo-claude",
+        json!({"reply": "abcd", "chunks": 4, "midstream_error_after": 2, "usage": [700, 40]}),
+    );
+    let r = post_as(
+        &gw,
+        &key,
+        "/v1/messages",
+        &stream_body("/v1/messages", "solo-claude"),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert!(r.text.ends_with("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"), "{}", r.text);
+    let logged = rows(&gw, &hash, 1).await;
+    let (id, spend, status, p, c) = logged[0].clone();
+    assert_eq!(
+        (id.as_str(), status.as_str(), p),
+        ("solo-claude", "failure", 700)
+    );
+    // message_start, content_block_start, ping and two deltas were relayed before the error.
+    assert_eq!(c, 5, "{logged:?}");
+    assert!(same_dollars(spend, 700.0 * IN + 5.0 * OUT), "{logged:?}");
+}

@@ -131,8 +131,10 @@ impl StreamRelay {
         {
             r.response_id = super::response_id(super::handlers::data_payload(&ev.raw));
         }
-        if let Step::End { failed } = self.handler.on_event(ev, &mut self.queue) {
+        let mut failed = false;
+        if let Step::End { failed: f } = self.handler.on_event(ev, &mut self.queue) {
             self.saw_end = true;
+            failed = f;
             if failed && let Some(r) = self.record.as_mut() {
                 r.upstream_failed = true;
             }
@@ -140,7 +142,10 @@ impl StreamRelay {
         if self.queue.len() > before
             && let Some(r) = self.record.as_mut()
         {
-            r.events_out += 1;
+            // The upstream's closing error event carries no content (nothing to bill).
+            if !failed {
+                r.events_out += 1;
+            }
             if r.first_byte.is_none() {
                 r.first_byte = Some(Instant::now());
             }
@@ -337,6 +342,22 @@ mod tests {
             b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n"
         );
         assert!(recs[0].upstream_failed);
+    }
+
+    #[tokio::test]
+    async fn an_error_chunk_in_any_json_layout_ends_the_stream_and_is_not_billed() {
+        for error in [
+            &b"data: { \"error\" : {\"message\": \"boom\", \"type\": \"server_error\"}}\n\n"[..],
+            b"data: {\"id\":\"gen-1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}],\"error\":{\"code\":502,\"message\":\"boom\"}}\n\n",
+        ] {
+            let content: &'static [u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n";
+            let body: &'static [u8] = Vec::leak([content, error].concat());
+            let (out, recs) = run(vec![body], false).await;
+            // Relayed as the upstream wrote it, and nothing after it (no second error event).
+            assert_eq!(out, body);
+            assert!(recs[0].upstream_failed);
+            assert_eq!(recs[0].events_out, 1, "the error event is not content");
+        }
     }
 
     #[tokio::test]
