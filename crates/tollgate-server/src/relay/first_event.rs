@@ -11,16 +11,21 @@
 //! classified ([`StreamError::class`]) so retries, fallbacks and cooldowns apply, nothing was
 //! billed, and if nothing else succeeds the client gets an HTTP error in its own dialect
 //! carrying the upstream's message ([`StreamError::envelope`]). A read error, an upstream EOF
-//! or an idle gap before the first event fail the attempt the same way (502 / 504).
+//! or an idle gap before the first event fail the attempt the same way (502 / 504). LiteLLM's
+//! proxy does the same for its own streams (`create_streaming_response` awaits the first
+//! chunk before the head and answers an error there with its `code` as the status).
 //!
 //! The status of a reported error comes from its type or code: 429 for rate-limit and
-//! overload types (Anthropic's `overloaded_error`, HTTP 529 before a stream, counts as an
-//! overload: a retryable 429, the same class LiteLLM's router retries and cools down for), a
-//! numeric `code` in 400–599 as given (vLLM), a known client-error type its documented status
-//! (Anthropic API "Errors"; OpenAI "Error codes"), 500 otherwise.
+//! overload types (Anthropic's `overloaded_error`, its HTTP 529 outside a stream, included: a
+//! retryable failure that, in a group of several deployments, cools the deployment at once as
+//! LiteLLM's default cooldown rule does for a 429; note LiteLLM's own exception mapping raises
+//! it as an `InternalServerError`), a numeric `code` in 400–599 as given (vLLM), a known
+//! client-error type its documented status (Anthropic API "Errors"; OpenAI "Error codes"), 500
+//! otherwise.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::LazyLock;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -230,7 +235,10 @@ pub fn is_error_data(data: &[u8]) -> bool {
         }
         return false;
     }
-    if memmem::find(d, b"\"error\"").is_none() {
+    // Built once: this runs on every chunk an OpenAI passthrough relays.
+    static ERROR_KEY: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\"error\""));
+    if ERROR_KEY.find(d).is_none() {
         return false;
     }
     #[derive(Deserialize)]
