@@ -98,6 +98,19 @@ pub struct Behavior {
     pub retry_after_ms: Option<u64>,
     /// Stream this many content chunks then a dialect error event (streaming requests only).
     pub midstream_error_after: Option<usize>,
+    /// (Streams only) answer 200 and send this error as the very first event: `rate_limit`,
+    /// `overloaded` or `server_error` (also `api_error`, `overloaded_error`, ...; see
+    /// [`crate::stream_error::ErrorKind::parse`]).
+    pub first_event_error: Option<String>,
+    /// The kind of the [`Behavior::midstream_error_after`] error (same names as
+    /// [`Behavior::first_event_error`]; default: OpenAI `server_error`, Anthropic
+    /// `overloaded_error`, Responses `server_error`).
+    pub stream_error: Option<String>,
+    /// `python`: write stream error events with Python's `json.dumps` separators.
+    pub stream_error_style: Option<String>,
+    /// `error`: a Responses stream fails with the stream-level `error` event instead of
+    /// `response.failed`.
+    pub stream_error_event: Option<String>,
     /// Usage to report instead of the computed one.
     #[serde(default, deserialize_with = "de_usage")]
     pub usage: Option<UsageOverride>,
@@ -152,6 +165,10 @@ impl Behavior {
             retry_after,
             retry_after_ms,
             midstream_error_after,
+            first_event_error,
+            stream_error,
+            stream_error_style,
+            stream_error_event,
             usage,
             hang,
             drop_connection,
@@ -187,6 +204,10 @@ impl Behavior {
         b.retry_after = s("x-mock-retry-after").map(str::to_owned);
         b.retry_after_ms = num("x-mock-retry-after-ms");
         b.midstream_error_after = num("x-mock-midstream-error-after").map(|n| n as usize);
+        b.first_event_error = s("x-mock-first-event-error").map(str::to_owned);
+        b.stream_error = s("x-mock-stream-error").map(str::to_owned);
+        b.stream_error_style = s("x-mock-stream-error-style").map(str::to_owned);
+        b.stream_error_event = s("x-mock-stream-error-event").map(str::to_owned);
         b.usage = s("x-mock-usage").and_then(UsageOverride::parse);
         b.hang = flag("x-mock-hang");
         b.drop_connection = flag("x-mock-drop-connection");

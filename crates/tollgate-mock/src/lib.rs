@@ -27,6 +27,7 @@ pub mod observe;
 mod routes;
 mod server;
 mod state;
+pub mod stream_error;
 pub mod synth;
 mod timer;
 

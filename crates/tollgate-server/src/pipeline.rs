@@ -58,11 +58,12 @@ use crate::headers::{
 };
 use crate::mock_provider::{self, MockAnswer};
 use crate::plan::{Pair, Passthrough, Plan, plan};
+use crate::relay::first_event::{self, Peek, Primed};
 use crate::relay::handlers::{
     AnthropicPassthrough, EventHandler, OpenAiPassthrough, ResponsesPassthrough, Translated,
     responses_usage,
 };
-use crate::relay::stream::{StreamRelay, UpstreamBytes};
+use crate::relay::stream::StreamRelay;
 use crate::relay::unary::{MAX_ERROR_BODY, relay_body};
 use crate::relay::{CallRecord, Settled};
 use crate::request::{Endpoint, ParsedRequest};
@@ -119,11 +120,8 @@ enum Reply {
         headers: HeaderMap,
         body: Bytes,
     },
-    /// A 2xx event stream.
-    Stream {
-        headers: HeaderMap,
-        body: UpstreamBytes,
-    },
+    /// A 2xx event stream whose first event is not an error.
+    Stream { headers: HeaderMap, body: Primed },
 }
 
 async fn run(
@@ -838,6 +836,7 @@ async fn attempt_once(
         extra: &extra,
         call_id,
         client_shortened,
+        client: dialect,
     };
     let reply = match send(state, dep, outgoing).await {
         Ok(r) => r,
@@ -996,6 +995,8 @@ struct Outgoing<'a> {
     call_id: &'a str,
     /// The client asked for a shorter timeout than the deployment's (B31).
     client_shortened: bool,
+    /// The client's dialect (an error in a stream's first event is answered in it).
+    client: tollgate_protocol::Dialect,
 }
 
 async fn send(
@@ -1011,7 +1012,13 @@ async fn send(
         extra,
         call_id,
         client_shortened,
+        client,
     } = out;
+    let peek = Peek {
+        idle: timeouts.idle,
+        client,
+        client_shortened,
+    };
     if let Some(mock) = mock {
         let endpoint = match path {
             "/completions" => Endpoint::Completions,
@@ -1029,8 +1036,8 @@ async fn send(
                     body: b,
                 },
                 MockAnswer::Stream(s) => Reply::Stream {
+                    body: first_event::peek(s, &HeaderMap::new(), peek).await?,
                     headers: HeaderMap::new(),
-                    body: s,
                 },
             },
         );
@@ -1050,10 +1057,9 @@ async fn send(
     // The headers are moved out, not cloned: the body readers below do not need them.
     let headers = std::mem::take(&mut upstream.headers);
     if status.is_success() && is_event_stream(&headers) {
-        return Ok(Reply::Stream {
-            headers,
-            body: Box::pin(upstream.into_stream()),
-        });
+        // The first event decides: an error there fails the attempt before the head is sent.
+        let body = first_event::peek(Box::pin(upstream.into_stream()), &headers, peek).await?;
+        return Ok(Reply::Stream { headers, body });
     }
     let limit = if status.is_success() {
         dep.max_response_bytes

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::tools::{ToolDialect, choose};
 use super::{Ctx, Reply, apply_stop, data_event};
 use crate::errors::openai_error_body;
+use crate::stream_error::{ErrorKind, StreamError};
 use crate::synth::{self, CREATED, ToolCall};
 
 /// Token counts to report.
@@ -119,6 +120,9 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     let id = format!("chatcmpl-mock-{}", ctx.seq);
     let pieces = synth::split_chars(&text, ctx.chunks());
     if ctx.stream() {
+        if let Some(e) = StreamError::first(ctx.behavior) {
+            return Reply::Sse(vec![e.openai_event(ctx.model)]);
+        }
         let include_usage = body
             .pointer("/stream_options/include_usage")
             .and_then(Value::as_bool)
@@ -182,17 +186,10 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     }
 }
 
-/// OpenAI mid-stream error event (`data: {"error":{...}}`), as in the fixtures.
-pub(crate) fn midstream_error_event() -> Bytes {
-    data_event(
-        &openai_error_body(
-            "The server had an error while processing your request. Sorry about that!",
-            "server_error",
-            None,
-            None,
-        )
-        .to_string(),
-    )
+/// OpenAI mid-stream error event (`data: {"error":{...}}`): by default `server_error`, as in
+/// the fixtures; [`crate::Behavior::stream_error`] picks another kind.
+pub(crate) fn midstream_error_event(ctx: &Ctx) -> Bytes {
+    StreamError::midstream(ctx.behavior, ErrorKind::Server).openai_event(ctx.model)
 }
 
 /// Tool-call id: `call_mock_{seq}_{j}`, `j` numbering the calls of all choices in order.
@@ -280,7 +277,7 @@ fn stream(
     for step in &steps {
         if !matches!(step, Step::ToolHeader(_)) {
             if midstream == Some(content_chunks) {
-                out.push(midstream_error_event());
+                out.push(midstream_error_event(ctx));
                 return out;
             }
             content_chunks += 1;
@@ -314,7 +311,7 @@ fn stream(
     }
     if midstream.is_some() {
         // Fewer content chunks than requested before the error: fail right after the last one.
-        out.push(midstream_error_event());
+        out.push(midstream_error_event(ctx));
         return out;
     }
     // 3. finish chunk per choice

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::chat::{midstream_error_event, plan_text};
 use super::{Ctx, Reply, data_event};
 use crate::errors::openai_error_body;
+use crate::stream_error::StreamError;
 use crate::synth::{self, CREATED};
 
 /// Prompt tokens of a legacy `prompt`: strings count `ceil(bytes/4)`, token arrays their length.
@@ -67,6 +68,9 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
             }),
         );
     }
+    if let Some(e) = StreamError::first(ctx.behavior) {
+        return Reply::Sse(vec![e.openai_event(ctx.model)]);
+    }
     let include_usage = ctx
         .body
         .pointer("/stream_options/include_usage")
@@ -85,7 +89,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     let mut out = Vec::new();
     for (k, piece) in synth::split_chars(&text, ctx.chunks()).iter().enumerate() {
         if ctx.behavior.midstream_error_after == Some(k) {
-            out.push(midstream_error_event());
+            out.push(midstream_error_event(ctx));
             return out_sse(out);
         }
         out.push(ev(
@@ -93,7 +97,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         ));
     }
     if ctx.behavior.midstream_error_after.is_some() {
-        out.push(midstream_error_event());
+        out.push(midstream_error_event(ctx));
         return out_sse(out);
     }
     out.push(ev(

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::tools::{ToolDialect, choose};
 use super::{Ctx, Reply, apply_stop, named_event};
 use crate::errors::anthropic_error_body;
+use crate::stream_error::{ErrorKind, StreamError};
 use crate::synth::{self, ToolCall};
 
 /// Usage numbers of one reply (tokens).
@@ -39,12 +40,10 @@ fn invalid(ctx: &Ctx, msg: &str) -> Reply {
     )
 }
 
-/// Anthropic mid-stream error event (`event: error`, overloaded), as in the fixtures.
-pub(crate) fn midstream_error_event() -> Bytes {
-    named_event(
-        "error",
-        &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-    )
+/// Anthropic mid-stream error event (`event: error`): by default `overloaded_error`, as in the
+/// fixtures; [`crate::Behavior::stream_error`] picks another kind.
+fn midstream_error_event(ctx: &Ctx) -> Bytes {
+    StreamError::midstream(ctx.behavior, ErrorKind::Overloaded).anthropic_event()
 }
 
 /// `toolu_mock_{seq}_{k}` for the k-th tool_use block.
@@ -151,6 +150,9 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
                    "usage": usage_json(usage)}),
         );
     }
+    if let Some(e) = StreamError::first(ctx.behavior) {
+        return Reply::Sse(vec![e.anthropic_event()]);
+    }
     Reply::Sse(stream(
         ctx,
         &id,
@@ -238,7 +240,7 @@ fn stream(
         for frag in frags {
             if tool.is_none() || !frag.is_empty() {
                 if midstream == Some(content_chunks) {
-                    out.push(midstream_error_event());
+                    out.push(midstream_error_event(ctx));
                     return out;
                 }
                 content_chunks += 1;
@@ -253,7 +255,7 @@ fn stream(
             ));
         }
         if midstream.is_some() && b + 1 == blocks {
-            out.push(midstream_error_event());
+            out.push(midstream_error_event(ctx));
             return out;
         }
         out.push(named_event(

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use super::tools::{ToolDialect, choose};
 use super::{Ctx, Reply, named_event};
 use crate::errors::openai_error_body;
+use crate::stream_error::{ErrorKind, StreamError};
 use crate::synth::{self, CREATED, ToolCall};
 
 /// Text of the last user input item (or the input string).
@@ -89,6 +90,12 @@ impl Events {
         self.seq += 1;
         self.out.push(named_event(name, &Value::Object(m)));
     }
+
+    /// The stream's terminal error: `response.failed` with `failed`, or the `error` event.
+    fn fail(&mut self, e: &StreamError, model: &str, failed: Value) {
+        self.out.push(e.responses_event(model, self.seq, failed));
+        self.seq += 1;
+    }
 }
 
 /// Handle a Responses request.
@@ -167,7 +174,24 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         );
     }
 
+    let serr = StreamError::first(ctx.behavior);
+    let first_error = serr.is_some();
+    let serr = serr.unwrap_or_else(|| StreamError::midstream(ctx.behavior, ErrorKind::Server));
+    let (code, message) = serr.responses_error(ctx.model);
+    let failed = response_obj(
+        ctx,
+        &id,
+        "failed",
+        json!([]),
+        Value::Null,
+        json!({"code": code, "message": message}),
+        Value::Null,
+    );
     let mut events = Events::default();
+    if first_error {
+        events.fail(&serr, ctx.model, failed);
+        return Reply::Sse(events.out);
+    }
     let in_progress = response_obj(
         ctx,
         &id,
@@ -180,15 +204,6 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     events.push("response.created", json!({"response": in_progress.clone()}));
     events.push("response.in_progress", json!({"response": in_progress}));
     let midstream = ctx.behavior.midstream_error_after;
-    let failed = response_obj(
-        ctx,
-        &id,
-        "failed",
-        json!([]),
-        Value::Null,
-        json!({"code": "server_error", "message": "The model produced an error."}),
-        Value::Null,
-    );
     let mut content_chunks = 0usize;
     if tools.is_empty() {
         events.push(
@@ -203,7 +218,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
         );
         for piece in synth::split_chars(&text, ctx.chunks()) {
             if midstream == Some(content_chunks) {
-                events.push("response.failed", json!({"response": failed}));
+                events.fail(&serr, ctx.model, failed);
                 return Reply::Sse(events.out);
             }
             content_chunks += 1;
@@ -213,7 +228,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
             );
         }
         if midstream.is_some() {
-            events.push("response.failed", json!({"response": failed}));
+            events.fail(&serr, ctx.model, failed);
             return Reply::Sse(events.out);
         }
         events.push(
@@ -237,7 +252,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
             );
             for frag in synth::split_fragments(&t.arguments, ctx.chunks()) {
                 if midstream == Some(content_chunks) {
-                    events.push("response.failed", json!({"response": failed}));
+                    events.fail(&serr, ctx.model, failed);
                     return Reply::Sse(events.out);
                 }
                 content_chunks += 1;
@@ -247,7 +262,7 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
                 );
             }
             if midstream.is_some() && k + 1 == tools.len() {
-                events.push("response.failed", json!({"response": failed}));
+                events.fail(&serr, ctx.model, failed);
                 return Reply::Sse(events.out);
             }
             events.push(

@@ -28,6 +28,15 @@ pub enum Step {
 }
 
 /// Per-event processing of an upstream stream.
+///
+/// The failure contract: when the upstream reports an error after content was relayed (its
+/// first event is checked before the head, [`super::first_event`]), `on_event` returns
+/// [`Step::End`] with `failed: true` and `out` ends with the client dialect's terminal error
+/// (chat and completions `data: {"error": ...}`, Messages `event: error`, Responses
+/// `response.failed` or `error`): the upstream's own event for a passthrough, the translator's
+/// for a translated stream, which also holds back every clean-end marker (a `stop` finish
+/// chunk and `[DONE]`, `message_delta` / `message_stop`, `response.completed`) until the
+/// upstream's own end arrives.
 pub trait EventHandler: Send {
     /// One complete upstream event; bytes for the client are appended to `out`.
     fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step;
@@ -95,7 +104,8 @@ impl EventHandler for OpenAiPassthrough {
         let mut step = Step::Continue;
         if data == b"[DONE]" {
             step = Step::End { failed: false };
-        } else if data.starts_with(b"{\"error\"") {
+        } else if super::first_event::is_error_data(data) {
+            // The upstream's error chunk is OpenAI's terminal error already: relayed as is.
             step = Step::End { failed: true };
         } else if let Some(cu) = openai_chunk_usage(data) {
             // Usage values are cumulative: the last one wins (never summed; B10).

@@ -2,11 +2,14 @@
 //!
 //! - [`unary`]: non-streamed answers, relayed as bytes (status and body kept; errors never
 //!   turned into 2xx or emptied).
+//! - [`first_event`]: a 2xx stream's first event read before the client's head, so an
+//!   upstream that reports an error there fails the attempt (retries, fallbacks, an HTTP error).
 //! - [`stream`]: SSE relayed event by event as it arrives (never buffered whole), with usage
 //!   captured from a copy of each event.
 //! - [`CallRecord`] / [`CallSink`]: what the settlement step receives once per call
 //!   (governance will bill from it; today it feeds the log).
 
+pub mod first_event;
 pub mod handlers;
 pub mod stream;
 pub mod unary;

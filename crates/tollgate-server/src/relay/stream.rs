@@ -6,6 +6,10 @@
 //! Passthrough handlers forward the event's exact bytes and parse a copy for usage;
 //! translating handlers run a dialect state machine.
 //!
+//! The relay starts from a [`Primed`] stream: its first data event was already read (and found
+//! not to be an error) before the client's head was sent ([`super::first_event`]); that event,
+//! and anything read with it, is relayed first.
+//!
 //! Failure handling: an upstream read error, an idle gap longer than the deployment's limit,
 //! an oversized event, or an upstream EOF before `data: [DONE]` (or an error event) reaches the
 //! client as an OpenAI-shaped SSE error event, never as a silent clean end. When the client
@@ -27,6 +31,7 @@ use tollgate_protocol::{RawEvent, SseFramer};
 use tollgate_providers::UpstreamError;
 use tollgate_router::StreamSlot;
 
+use super::first_event::Primed;
 use super::handlers::{EventHandler, Step};
 use super::{CallRecord, CallSink};
 
@@ -42,6 +47,9 @@ pub struct StreamRelay {
     framer: SseFramer,
     idle: Duration,
     sleep: Pin<Box<Sleep>>,
+    /// Events read before the head (comment-only ones, then the first data event).
+    preamble: Vec<RawEvent>,
+    first: Option<RawEvent>,
     queue: VecDeque<Bytes>,
     handler: Box<dyn EventHandler>,
     finished: bool,
@@ -60,12 +68,13 @@ impl std::fmt::Debug for StreamRelay {
 }
 
 impl StreamRelay {
-    /// Relays `upstream` through `handler`. `record` is completed and sent to `sink` exactly
+    /// Relays `upstream` through `handler`, starting with the events already read from it;
+    /// `idle` bounds each gap between reads. `record` is completed and sent to `sink` exactly
     /// once, when the stream ends or is dropped; then `router_slot` gets the stream's
     /// tokens and times (first event relayed; end, when it completed) and ends its in-flight
     /// count.
     pub fn new(
-        upstream: UpstreamBytes,
+        upstream: Primed,
         idle: Duration,
         handler: Box<dyn EventHandler>,
         record: CallRecord,
@@ -73,10 +82,12 @@ impl StreamRelay {
         router_slot: Option<StreamSlot>,
     ) -> Self {
         Self {
-            upstream,
-            framer: SseFramer::new(MAX_EVENT_BYTES),
+            upstream: upstream.upstream,
+            framer: upstream.framer,
             idle,
-            sleep: Box::pin(tokio::time::sleep(idle)),
+            sleep: upstream.sleep,
+            preamble: upstream.preamble,
+            first: upstream.first,
             queue: VecDeque::with_capacity(4),
             handler,
             finished: false,
@@ -120,8 +131,10 @@ impl StreamRelay {
         {
             r.response_id = super::response_id(super::handlers::data_payload(&ev.raw));
         }
-        if let Step::End { failed } = self.handler.on_event(ev, &mut self.queue) {
+        let mut failed = false;
+        if let Step::End { failed: f } = self.handler.on_event(ev, &mut self.queue) {
             self.saw_end = true;
+            failed = f;
             if failed && let Some(r) = self.record.as_mut() {
                 r.upstream_failed = true;
             }
@@ -129,7 +142,10 @@ impl StreamRelay {
         if self.queue.len() > before
             && let Some(r) = self.record.as_mut()
         {
-            r.events_out += 1;
+            // The upstream's closing error event carries no content (nothing to bill).
+            if !failed {
+                r.events_out += 1;
+            }
             if r.first_byte.is_none() {
                 r.first_byte = Some(Instant::now());
             }
@@ -166,6 +182,16 @@ impl Stream for StreamRelay {
             if this.finished || this.saw_end {
                 this.complete(false);
                 return Poll::Ready(None);
+            }
+            if this.first.is_some() || !this.preamble.is_empty() {
+                for ev in std::mem::take(&mut this.preamble) {
+                    this.on_event(ev);
+                }
+                if let Some(first) = this.first.take() {
+                    this.on_event(first);
+                }
+                this.drain_events();
+                continue;
             }
             match this.upstream.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
@@ -255,7 +281,7 @@ mod tests {
             chunks.into_iter().map(|c| Ok(Bytes::from_static(c))),
         ));
         let relay = StreamRelay::new(
-            up,
+            Primed::unread(up, Duration::from_secs(5)),
             Duration::from_secs(5),
             Box::new(OpenAiPassthrough::new(strip)),
             record(),
@@ -319,6 +345,22 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_error_chunk_in_any_json_layout_ends_the_stream_and_is_not_billed() {
+        for error in [
+            &b"data: { \"error\" : {\"message\": \"boom\", \"type\": \"server_error\"}}\n\n"[..],
+            b"data: {\"id\":\"gen-1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"error\"}],\"error\":{\"code\":502,\"message\":\"boom\"}}\n\n",
+        ] {
+            let content: &'static [u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n";
+            let body: &'static [u8] = Vec::leak([content, error].concat());
+            let (out, recs) = run(vec![body], false).await;
+            // Relayed as the upstream wrote it, and nothing after it (no second error event).
+            assert_eq!(out, body);
+            assert!(recs[0].upstream_failed);
+            assert_eq!(recs[0].events_out, 1, "the error event is not content");
+        }
+    }
+
+    #[tokio::test]
     async fn idle_gap_ends_with_error_event() {
         let sink = Arc::new(Capture::default());
         let up: UpstreamBytes = Box::pin(
@@ -326,7 +368,7 @@ mod tests {
                 .chain(futures_util::stream::pending()),
         );
         let relay = StreamRelay::new(
-            up,
+            Primed::unread(up, Duration::from_millis(50)),
             Duration::from_millis(50),
             Box::new(OpenAiPassthrough::new(false)),
             record(),
@@ -352,7 +394,7 @@ mod tests {
             .chain(futures_util::stream::pending()),
         );
         let mut relay = StreamRelay::new(
-            up,
+            Primed::unread(up, Duration::from_secs(5)),
             Duration::from_secs(5),
             Box::new(OpenAiPassthrough::new(false)),
             record(),
