@@ -15,6 +15,7 @@ mod entities;
 mod keys;
 pub mod models;
 mod postgres;
+pub mod probe;
 pub mod schema;
 pub mod secret_box;
 mod sqlite;
