@@ -602,7 +602,7 @@ impl Drop for PgDb {
 }
 
 /// `url` with its database (the path after the authority) replaced by `db`, query kept.
-fn with_database(url: &str, db: &str) -> String {
+pub fn with_database(url: &str, db: &str) -> String {
     let (head, query) = match url.split_once('?') {
         Some((h, q)) => (h, Some(q)),
         None => (url, None),
