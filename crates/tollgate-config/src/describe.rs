@@ -12,8 +12,9 @@ fn opt<T: std::fmt::Display>(v: &Option<T>, unit: &str) -> Option<String> {
 
 impl Config {
     /// A text for `tollgate check-config`: each model group with its deployments (id, provider,
-    /// upstream model, api_base, masked api_key, timeouts in s, rpm/tpm...), the settings in
-    /// effect, and the keys not implemented yet. Never contains a credential value. The master
+    /// upstream model, api_base, masked api_key, timeouts in s, rpm/tpm...), the general
+    /// settings in effect, and the keys not implemented yet (the routing settings in effect are
+    /// tollgate-router's `settings_in_effect`). Never contains a credential value. The master
     /// key line shows `general_settings.master_key` only; [`LoadedConfig::describe`] also knows
     /// about `LITELLM_MASTER_KEY` and adds the load warnings.
     pub fn describe(&self) -> String {
@@ -116,14 +117,6 @@ fn describe(c: &Config, loaded: Option<&LoadedConfig>) -> String {
             ls.request_timeout
                 .map(|t| format!("{t} s"))
                 .unwrap_or_else(|| "600 s (default; LiteLLM's is 6000 s)".into())
-        );
-        let _ = writeln!(
-            s,
-            "  litellm_settings.num_retries = {}",
-            ls.num_retries.map(|n| n.to_string()).unwrap_or_else(|| {
-                // tollgate-router's DEFAULT_NUM_RETRIES (LiteLLM's default).
-                "unset (router_settings.num_retries if set, else 2)".into()
-            })
         );
         let gs = &c.general_settings;
         let master = match loaded {

@@ -28,7 +28,9 @@
 //!   (`timeout: "30"`), YAML 1.1 booleans (`yes`/`on`), a single string for a list
 //!   (`callbacks: prometheus`), `<<` merge keys.
 //! - Providers: a bare model name means `openai`; a prefix in [`KNOWN_PROVIDERS`] is served; a
-//!   LiteLLM provider Tollgate does not serve yet loads with a warning; anything else fails.
+//!   LiteLLM provider Tollgate does not serve yet (`azure`, `bedrock`...) loads, and every such
+//!   deployment is listed, located, in [`LoadedConfig::unserved`] (the gateway refuses the
+//!   config while it is not empty); anything else fails.
 //! - `include: [other.yaml]` pulls in more files as LiteLLM does (lists such as `model_list`
 //!   are concatenated, other top-level values replaced); errors name the file they come from.
 //! - Errors ([`ConfigError`]) print `file:line:col: key.path[2].x: message`.
@@ -42,7 +44,7 @@
 //!
 //! Layout: `load.rs` (pipeline) → `include.rs` (files) → `env.rs` (substitution) →
 //! `config.rs` / `model.rs` / `settings.rs` (types, with `lenient.rs` field parsers) →
-//! `validate.rs` + `providers.rs` → `implemented.rs` (the one list of implemented keys);
+//! `validate.rs` + `providers.rs` + `unserved.rs` → `implemented.rs` (the one list of implemented keys);
 //! `locate.rs` maps key paths to lines; `describe.rs` renders `check-config` output.
 //!
 //! No async, no network: a library for the server binary and `tollgate check-config`.
@@ -63,6 +65,7 @@ mod providers;
 pub mod redact;
 mod secret;
 mod settings;
+mod unserved;
 mod validate;
 mod yaml_value;
 

@@ -34,6 +34,11 @@ pub struct LoadedConfig {
     /// values. Keys Tollgate does not act on are not repeated here: see
     /// [`Config::unimplemented_keys`].
     pub warnings: Vec<String>,
+    /// One located error per deployment whose provider is a LiteLLM provider Tollgate does not
+    /// serve yet (`azure/`, `bedrock/`, `vertex_ai/`...), in file order, all at once. The
+    /// config is valid LiteLLM, so it loads; the gateway refuses to serve it while this is not
+    /// empty.
+    pub unserved: Vec<ConfigError>,
     /// The master key in effect: `general_settings.master_key`, else env `LITELLM_MASTER_KEY`
     /// (the process env, or `environment_variables:` of the file). `None` means no-auth mode.
     pub master_key: Option<Secret>,
@@ -101,7 +106,7 @@ pub(crate) fn load_with_reader(
         warnings.push(format!(
             "{source_name}: config is empty: no model_list, the gateway serves no models"
         ));
-        return Ok(finish(Config::default(), warnings, env));
+        return Ok(finish(Config::default(), warnings, Vec::new(), env));
     }
     if !root.is_mapping() {
         return Err(ConfigError::new(
@@ -216,12 +221,14 @@ pub(crate) fn load_with_reader(
     }
     // 4. Validation.
     warnings.extend(validate(&config, &ctx)?);
-    Ok(finish(config, warnings, &lookup))
+    let unserved = crate::unserved::unserved_deployments(&config, &ctx);
+    Ok(finish(config, warnings, unserved, &lookup))
 }
 
 fn finish(
     config: Config,
     warnings: Vec<String>,
+    unserved: Vec<ConfigError>,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> LoadedConfig {
     let (master_key, master_key_source) = match &config.general_settings.master_key {
@@ -234,6 +241,7 @@ fn finish(
     LoadedConfig {
         config,
         warnings,
+        unserved,
         master_key,
         master_key_source,
     }
@@ -325,17 +333,38 @@ impl Ctx {
 
     /// A warning line `file:line:col: path: message`.
     pub(crate) fn warning(&self, path: &KeyPath, message: String) -> String {
-        let n = self.located_warnings.get();
-        let (file, loc) = if n < MAX_LOCATED_WARNINGS {
-            self.located_warnings.set(n + 1);
-            self.sources.locate(path, Mode::Key)
-        } else {
-            (self.sources.file_of(path), None)
-        };
+        let (file, loc) = self.bounded_locate(path, Mode::Key);
         let loc = match loc {
             Some((l, c)) => format!(":{l}:{c}"),
             None => String::new(),
         };
         format!("{file}{loc}: {path}: {}", self.scrubbed(message))
+    }
+
+    /// An error at `path` that is one of possibly many reported together (located like a
+    /// warning: past [`MAX_LOCATED_WARNINGS`] located messages, file and key path only).
+    pub(crate) fn bounded_error(
+        &self,
+        kind: ErrorKind,
+        path: KeyPath,
+        mode: Mode,
+        message: impl Into<String>,
+    ) -> ConfigError {
+        let (file, loc) = self.bounded_locate(&path, mode);
+        ConfigError::new(kind, file, self.scrubbed(message.into()))
+            .at(loc)
+            .with_path(path)
+    }
+
+    /// The file and position of `path`, the position only while fewer than
+    /// [`MAX_LOCATED_WARNINGS`] messages were located.
+    fn bounded_locate(&self, path: &KeyPath, mode: Mode) -> (&str, Option<(usize, usize)>) {
+        let n = self.located_warnings.get();
+        if n < MAX_LOCATED_WARNINGS {
+            self.located_warnings.set(n + 1);
+            self.sources.locate(path, mode)
+        } else {
+            (self.sources.file_of(path), None)
+        }
     }
 }

@@ -1,21 +1,15 @@
 //! Provider names: the ones Tollgate serves, and the rest of LiteLLM's.
 
-/// Provider prefixes Tollgate serves (`litellm_params.model: "<provider>/<id>"`), from the
-/// LiteLLM provider table (litellm-surface.md §2), plus `mock` (Tollgate's built-in test
-/// upstream).
+/// Provider prefixes Tollgate serves (`litellm_params.model: "<provider>/<id>"`): exactly the
+/// names of tollgate-providers' provider table (a test in tollgate-server keeps the two equal),
+/// plus `mock` (Tollgate's built-in test upstream). README "Providers today" lists them for
+/// users.
 pub const KNOWN_PROVIDERS: &[&str] = &[
     "openai",
     "text-completion-openai",
-    "azure",
-    "azure_ai",
     "anthropic",
-    "bedrock",
-    "vertex_ai",
-    "gemini",
     "groq",
     "mistral",
-    "cohere",
-    "ollama",
     "ollama_chat",
     "hosted_vllm",
     "openrouter",
@@ -27,8 +21,6 @@ pub const KNOWN_PROVIDERS: &[&str] = &[
     "cerebras",
     "deepinfra",
     "nvidia_nim",
-    "databricks",
-    "huggingface",
     "lm_studio",
     "sambanova",
     "litellm_proxy",
@@ -39,9 +31,19 @@ pub const KNOWN_PROVIDERS: &[&str] = &[
 pub const PROVIDERS_REQUIRING_API_BASE: &[&str] = &["hosted_vllm"];
 
 /// LiteLLM provider names (enum `LlmProviders` in `litellm/types/utils.py`, litellm 1.108.7)
-/// that Tollgate does not serve yet. A deployment using one loads with a warning (so LiteLLM's
-/// own configs load unchanged); a name in neither list is an error (most likely a typo).
+/// that Tollgate does not serve yet. A config using one loads (LiteLLM's own configs load
+/// unchanged), and lists each such deployment in [`crate::LoadedConfig::unserved`], which the
+/// gateway refuses to serve; a name in neither list is an error (most likely a typo).
 pub const LITELLM_PROVIDERS_NOT_SERVED: &[&str] = &[
+    "azure",
+    "azure_ai",
+    "bedrock",
+    "vertex_ai",
+    "gemini",
+    "cohere",
+    "ollama",
+    "databricks",
+    "huggingface",
     "chatgpt",
     "openai_like",
     "jina_ai",

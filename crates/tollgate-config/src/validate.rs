@@ -162,14 +162,9 @@ pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigErr
         }
         let provider = p.provider();
         match provider_support(provider) {
-            ProviderSupport::Served | ProviderSupport::Wildcard => {}
-            ProviderSupport::LitellmOnly => warnings.push(ctx.warning(
-                &lp(i).key("model"),
-                format!(
-                    "provider '{provider}' is a LiteLLM provider Tollgate does not serve yet: requests routed to this deployment of '{}' will fail",
-                    e.model_name
-                ),
-            )),
+            // LiteLLM providers Tollgate does not serve: listed all at once in
+            // `LoadedConfig::unserved` (unserved.rs), for the binary to refuse the config.
+            ProviderSupport::Served | ProviderSupport::Wildcard | ProviderSupport::LitellmOnly => {}
             ProviderSupport::Unknown => {
                 let (path, what) = if p.custom_llm_provider.is_some() {
                     (lp(i).key("custom_llm_provider"), "custom_llm_provider")
@@ -181,7 +176,7 @@ pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigErr
                     path,
                     Mode::Value,
                     format!(
-                        "unknown {what} '{provider}' in model '{}' (model group '{}'); known providers: {}",
+                        "unknown {what} '{provider}' in model '{}' (model group '{}'); served providers: {}",
                         p.model,
                         e.model_name,
                         KNOWN_PROVIDERS.join(", ")

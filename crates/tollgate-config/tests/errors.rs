@@ -333,18 +333,23 @@ fn pyyaml_style_scalars_are_accepted() {
 }
 
 #[test]
-fn litellm_provider_not_served_loads_with_warning() {
+fn litellm_provider_not_served_loads_and_is_listed_as_unserved() {
     let y = "model_list:\n  - model_name: sm\n    litellm_params:\n      model: sagemaker/my-endpoint\n";
     let l = load_str(y, "config.yaml", &env).unwrap();
     assert_eq!(
         l.config.model_list[0].litellm_params.provider(),
         "sagemaker"
     );
+    let unserved: Vec<String> = l.unserved.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        unserved,
+        [
+            "config.yaml:4:14: model_list[0].litellm_params.model: provider 'sagemaker' (model 'sagemaker/my-endpoint', model group 'sm') is not served by Tollgate yet"
+        ]
+    );
     assert!(
-        l.warnings.iter().any(|w| w.starts_with(
-            "config.yaml:4:7: model_list[0].litellm_params.model: provider 'sagemaker' is a LiteLLM provider Tollgate does not serve yet"
-        )),
-        "{:?}",
+        !l.warnings.iter().any(|w| w.contains("sagemaker")),
+        "listed once, as unserved: {:?}",
         l.warnings
     );
     // A typo of a served provider is still an error.

@@ -11,3 +11,39 @@ pub(crate) fn shared_dir() -> Option<PathBuf> {
     let dir = manifest.parent()?.parent()?.parent()?.join("shared");
     dir.is_dir().then_some(dir)
 }
+
+/// The Postgres server tests run against: `TOLLGATE_TEST_DATABASE_URL`
+/// (`postgres://user@host:port/db`). `None` after reporting the skip of `test` (see [`skipped`]).
+pub(crate) fn postgres_url(test: &str) -> Option<String> {
+    let url = std::env::var("TOLLGATE_TEST_DATABASE_URL").ok();
+    if url.is_none() {
+        skipped(
+            test,
+            "TOLLGATE_TEST_DATABASE_URL",
+            "postgres://user@host:port/db",
+        );
+    }
+    url
+}
+
+/// Reports that `test` did not run because env `var` (a value like `example`) is not set: a
+/// `SKIPPED` line written straight to stderr (libtest captures a passing test's `print!`, not
+/// direct writes, so a plain `cargo test` shows it), and a `var<TAB>example<TAB>test` line
+/// appended to the file named by `TOLLGATE_TEST_SKIP_LOG`, which `scripts/test.sh` sets, sums
+/// up at the end and clears. Same protocol as `tollgate-server/tests/common/skip.rs`.
+pub(crate) fn skipped(test: &str, var: &str, example: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "SKIPPED {test}: set {var} (e.g. {var}={example}) to run it"
+    );
+    if let Some(log) = std::env::var_os("TOLLGATE_TEST_SKIP_LOG")
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+    {
+        // One write per line: appends of a few bytes do not interleave between test threads.
+        let _ = f.write_all(format!("{var}\t{example}\t{test}\n").as_bytes());
+    }
+}

@@ -23,6 +23,7 @@
 //! default, replaceable by a shared store). [`RouterConfig::from_settings`] and
 //! [`DeploymentLimits::from_entry`] map the typed config file.
 pub mod config;
+pub mod effective;
 pub mod failure;
 pub mod from_config;
 pub mod group;
@@ -35,6 +36,7 @@ pub mod state;
 mod testutil;
 
 pub use config::{AllowedFailsPolicy, ConfigError, RetryPolicy, RouterConfig, RoutingStrategy};
+pub use effective::{EffectiveSetting, SettingSource, settings_in_effect};
 pub use failure::{FailureClass, Outcome};
 pub use group::{DeploymentLimits, ModelGroup, RoutedDeployment};
 pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy, StreamSlot};

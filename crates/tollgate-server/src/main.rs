@@ -3,8 +3,9 @@
 //! - `tollgate --config PATH [--port N] [--host ADDR] [--num_workers N] [--work-stealing]`
 //!   serves (defaults: port 4000, host 0.0.0.0, one worker per core; env `PORT`, `HOST`,
 //!   `CONFIG_FILE_PATH`, `NUM_WORKERS`, as LiteLLM reads them).
-//! - `tollgate check-config PATH` validates a config and prints its model groups and
-//!   deployments with secrets masked.
+//! - `tollgate check-config PATH [--connect]` validates a config and prints its model groups
+//!   and deployments with secrets masked, the routing settings in effect and the store
+//!   (`--connect`: tried).
 //! - `tollgate --version`.
 
 use std::net::SocketAddr;
@@ -52,10 +53,15 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate a config file and print its model groups and deployments (secrets masked).
+    /// Validate a config file and print its model groups and deployments (secrets masked), the
+    /// routing settings in effect and the governance store.
     CheckConfig {
         /// The config file (default: `--config` / `CONFIG_FILE_PATH`).
         path: Option<PathBuf>,
+        /// Also try the store: connect (for Postgres: the database exists and accepts the
+        /// credentials); nothing is created or written. Exit 1 when it cannot be used.
+        #[arg(long)]
+        connect: bool,
     },
 }
 
@@ -63,8 +69,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
     match cli.command {
-        Some(Command::CheckConfig { path }) => match path.or(cli.config) {
-            Some(path) => check_config(&path),
+        Some(Command::CheckConfig { path, connect }) => match path.or(cli.config) {
+            Some(path) => check_config(&path, connect),
             None => {
                 eprintln!(
                     "error: no config file to check: tollgate check-config PATH (or --config PATH, or CONFIG_FILE_PATH)"
@@ -104,7 +110,13 @@ fn env(k: &str) -> Option<String> {
 
 fn load(path: &Path) -> Result<tollgate_config::LoadedConfig, ExitCode> {
     match tollgate_config::load_path(path, &env) {
-        Ok(l) => Ok(l),
+        Ok(l) => match tollgate_server::check_config::unserved_refusal(&l) {
+            None => Ok(l),
+            Some(refusal) => {
+                eprintln!("error: invalid config: {refusal}");
+                Err(ExitCode::from(2))
+            }
+        },
         Err(e) => {
             eprintln!("error: invalid config: {e}");
             Err(ExitCode::from(2))
@@ -112,21 +124,11 @@ fn load(path: &Path) -> Result<tollgate_config::LoadedConfig, ExitCode> {
     }
 }
 
-fn check_config(path: &Path) -> ExitCode {
-    let loaded = match load(path) {
-        Ok(l) => l,
-        Err(c) => return c,
-    };
-    if let Err(e) = AppState::build(&loaded, &env) {
-        eprintln!("error: invalid config: {e}");
-        return ExitCode::from(2);
+fn check_config(path: &Path, connect: bool) -> ExitCode {
+    match load(path) {
+        Ok(loaded) => tollgate_server::check_config::run(&loaded, path, connect, &env),
+        Err(c) => c,
     }
-    print!("{}", loaded.config.describe());
-    for w in &loaded.warnings {
-        println!("warning: {w}");
-    }
-    println!("config OK: {}", path.display());
-    ExitCode::SUCCESS
 }
 
 fn run(cli: Cli) -> ExitCode {

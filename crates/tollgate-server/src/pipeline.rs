@@ -747,9 +747,12 @@ async fn attempt_once(
         response_id: None,
     };
 
-    // LiteLLM's error mocks: a `mock_response` naming one of its exceptions fails this attempt
-    // as that upstream error would (retries, cooldowns and fallbacks apply).
-    if let Some((class, envelope)) = req.mock_response.as_deref().and_then(mock_error) {
+    // LiteLLM's error mocks: a `mock_response` (the request's own, else the deployment's)
+    // naming one of its exceptions fails this attempt as that upstream error would (retries,
+    // cooldowns and fallbacks apply; nothing is billed).
+    let dep_mock = dep.mock.as_ref().and_then(|m| m.reply.as_deref());
+    let mock_text = req.mock_response.as_deref().or(dep_mock);
+    if let Some((class, envelope)) = mock_text.and_then(mock_error) {
         report.failure = Some((class, None));
         record.status = envelope.status;
         report.settled = finish(state, record);

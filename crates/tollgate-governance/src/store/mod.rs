@@ -10,10 +10,12 @@
 
 mod codec;
 mod daily;
+mod db_error;
 mod entities;
 mod keys;
 pub mod models;
 mod postgres;
+pub mod probe;
 pub mod schema;
 pub mod secret_box;
 mod sqlite;
@@ -23,6 +25,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 pub use codec::{GetCol, ToRow, Val};
+pub use db_error::{SQLSTATE_NO_SUCH_DATABASE, db_error_message};
 pub use entities::*;
 pub use keys::{SecretKey, hash_key, is_key_hash, mask_key};
 pub use models::ProxyModel;
@@ -36,8 +39,8 @@ use crate::admission::{ScopeKey, ScopeKind, SpendSnapshot};
 /// Errors of a [`GovernanceStore`]. Messages never contain a raw key (rows hold hashes only).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database refused or failed.
-    #[error("database error: {0}")]
+    /// The database refused or failed (printed by [`db_error_message`]: never a source line).
+    #[error("database error: {}", db_error_message(.0))]
     Db(#[from] sqlx::Error),
     /// A stored value could not be decoded (bad JSON, timestamp).
     #[error("cannot decode stored value: {0}")]

@@ -334,8 +334,9 @@ mod store_tests {
 
     #[tokio::test]
     async fn pg_models_round_trip_encrypted() {
-        let Ok(url) = std::env::var("TOLLGATE_TEST_DATABASE_URL") else {
-            println!("SKIPPED postgres test models: TOLLGATE_TEST_DATABASE_URL is not set");
+        let Some(url) =
+            crate::test_support::postgres_url("tollgate-governance store postgres models")
+        else {
             return;
         };
         let schema = format!("tollgate_gov_models_{}", std::process::id());

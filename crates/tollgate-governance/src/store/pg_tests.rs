@@ -1,6 +1,6 @@
 //! Postgres tests: run when `TOLLGATE_TEST_DATABASE_URL` is set (e.g.
 //! `postgres://postgres@127.0.0.1:5432/test`), each in its own schema dropped afterwards;
-//! otherwise they print that they were skipped.
+//! otherwise they report their skip (`crate::test_support::skipped`).
 
 use std::sync::Arc;
 
@@ -21,10 +21,8 @@ async fn pg_store(name: &str) -> Option<(PostgresStore, String, String)> {
 
 /// A store on a fresh, empty schema (not migrated).
 async fn pg_empty_store(name: &str) -> Option<(PostgresStore, String, String)> {
-    let Ok(url) = std::env::var("TOLLGATE_TEST_DATABASE_URL") else {
-        println!("SKIPPED postgres test {name}: TOLLGATE_TEST_DATABASE_URL is not set");
-        return None;
-    };
+    let url =
+        crate::test_support::postgres_url(&format!("tollgate-governance store postgres {name}"))?;
     let schema = format!("tollgate_gov_{name}_{}", std::process::id());
     let admin = PostgresStore::connect(&url).await.unwrap();
     sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -27,22 +27,39 @@ impl StoreChoice {
         config_path: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
+        Self::from_config_with_source(config, config_path, env).map(|(c, _)| c)
+    }
+
+    /// [`StoreChoice::from_config`] and where the choice came from:
+    /// `general_settings.database_url`, `env DATABASE_URL`, `env TOLLGATE_DB_PATH` or
+    /// `default: beside the config file`.
+    ///
+    /// Errors: as [`StoreChoice::from_config`].
+    pub fn from_config_with_source(
+        config: &Config,
+        config_path: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(Self, &'static str), String> {
         let url = config
             .general_settings
             .database_url
             .as_ref()
-            .map(|s| s.expose().to_owned())
-            .filter(|s| !s.is_empty())
-            .or_else(|| env("DATABASE_URL").filter(|s| !s.is_empty()));
-        if let Some(url) = url {
+            .map(|s| (s.expose().to_owned(), "general_settings.database_url"))
+            .filter(|(s, _)| !s.is_empty())
+            .or_else(|| {
+                env("DATABASE_URL")
+                    .filter(|s| !s.is_empty())
+                    .map(|s| (s, "env DATABASE_URL"))
+            });
+        if let Some((url, source)) = url {
             if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-                return Ok(StoreChoice::Postgres(url));
+                return Ok((StoreChoice::Postgres(url), source));
             }
             if let Some(p) = url
                 .strip_prefix("sqlite://")
                 .or_else(|| url.strip_prefix("sqlite:"))
             {
-                return Ok(StoreChoice::Sqlite(PathBuf::from(p)));
+                return Ok((StoreChoice::Sqlite(PathBuf::from(p)), source));
             }
             let scheme = url.split(':').next().unwrap_or("");
             return Err(format!(
@@ -50,13 +67,32 @@ impl StoreChoice {
             ));
         }
         if let Some(p) = env("TOLLGATE_DB_PATH").filter(|s| !s.is_empty()) {
-            return Ok(StoreChoice::Sqlite(PathBuf::from(p)));
+            return Ok((
+                StoreChoice::Sqlite(PathBuf::from(p)),
+                "env TOLLGATE_DB_PATH",
+            ));
         }
         let dir = config_path
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        Ok(StoreChoice::Sqlite(dir.join("tollgate.db")))
+        Ok((
+            StoreChoice::Sqlite(dir.join("tollgate.db")),
+            "default: beside the config file",
+        ))
+    }
+
+    /// The store as `check-config` names it: `embedded SQLite file PATH` or `Postgres
+    /// postgres://user:****@host:port/db` (the password, and credential-like query
+    /// parameters, masked).
+    pub fn masked(&self) -> String {
+        match self {
+            StoreChoice::Sqlite(p) => format!("embedded SQLite file {}", p.display()),
+            StoreChoice::Postgres(url) => format!(
+                "Postgres {}",
+                tollgate_config::redact::redact_url_userinfo(url)
+            ),
+        }
     }
 
     /// What to print at start (the Postgres URL without credentials).
@@ -102,6 +138,17 @@ mod tests {
             StoreChoice::from_config(&c, Path::new("c.yaml"), &bad)
                 .unwrap_err()
                 .contains("`mysql`")
+        );
+        assert_eq!(
+            choice.masked(),
+            "Postgres postgres://u:****@db:5432/x",
+            "the password never shows"
+        );
+        assert_eq!(
+            StoreChoice::from_config_with_source(&c, Path::new("c.yaml"), &pg)
+                .unwrap()
+                .1,
+            "env DATABASE_URL"
         );
         let lite = |k: &str| (k == "DATABASE_URL").then(|| "sqlite:///tmp/a.db".to_owned());
         assert_eq!(

@@ -28,6 +28,8 @@ pub const EPS: f64 = 1e-9;
 #[path = "tempdir.rs"]
 mod tempdir;
 pub use tempdir::TempDir;
+#[path = "skip.rs"]
+pub mod skip;
 
 /// A running gateway whose config directory (and so its default SQLite file) is visible.
 /// Killed on drop.
@@ -458,12 +460,10 @@ pub struct PgDb {
 }
 
 impl PgDb {
-    /// `None` (after printing "skipped: …") when `TOLLGATE_TEST_DATABASE_URL` is not set.
+    /// `None` (after reporting the skip: [`skip::skipped`]) when `TOLLGATE_TEST_DATABASE_URL`
+    /// is not set.
     pub async fn create(test: &str) -> Option<PgDb> {
-        let Ok(base) = std::env::var("TOLLGATE_TEST_DATABASE_URL") else {
-            println!("skipped: TOLLGATE_TEST_DATABASE_URL not set ({test})");
-            return None;
-        };
+        let base = skip::postgres_url(test)?;
         let opts: sqlx::postgres::PgConnectOptions =
             base.parse().expect("TOLLGATE_TEST_DATABASE_URL parses");
         let admin = opts.database("postgres");
@@ -602,7 +602,7 @@ impl Drop for PgDb {
 }
 
 /// `url` with its database (the path after the authority) replaced by `db`, query kept.
-fn with_database(url: &str, db: &str) -> String {
+pub fn with_database(url: &str, db: &str) -> String {
     let (head, query) = match url.split_once('?') {
         Some((h, q)) => (h, Some(q)),
         None => (url, None),
