@@ -295,9 +295,10 @@ async fn windows_added_to_teams_users_and_customers_start_at_zero() {
         Case {
             key: &team_key,
             body: hello("dear"),
+            // with the budget in the same update (LiteLLM's UI sends both)
             update: (
                 "/team/update",
-                json!({"team_id": team, "budget_duration": "30d"}),
+                json!({"team_id": team, "budget_duration": "30d", "max_budget": 0.6}),
             ),
             info: format!("/team/info?team_id={team}"),
             spend_at: &["team_info", "spend"],
