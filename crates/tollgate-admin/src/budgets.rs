@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tollgate_governance::admission::{ScopeKey, ScopeKind};
+use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::BudgetTier;
 
@@ -51,17 +51,32 @@ struct BudgetFields {
 }
 
 impl BudgetFields {
-    /// Applies the fields; true when the window changed. Errors: 400.
-    fn apply(&self, t: &mut BudgetTier, now: DateTime<Utc>, by: &str) -> ApiResult<bool> {
-        let mut window = false;
-        if let Some(d) = extract::duration("budget_duration", self.budget_duration.as_deref())? {
+    /// Applies the fields; returns the window change of the scopes that follow the tier
+    /// ([`WindowPlan`]: a first window starts at 0, the same one again is untouched, a
+    /// different one keeps their spend; an explicit `budget_reset_at` moves the end of the
+    /// window, keeping spend). Errors: 400.
+    fn apply(
+        &self,
+        t: &mut BudgetTier,
+        now: DateTime<Utc>,
+        by: &str,
+    ) -> ApiResult<Option<WindowPlan>> {
+        let before = t.limits().budget_duration;
+        let d = extract::duration("budget_duration", self.budget_duration.as_deref())?;
+        if let Some(d) = d {
             t.budget_duration = Some(d.to_string());
-            t.budget_reset_at = Some(d.next_reset(now));
-            window = true;
         }
+        let mut window = WindowPlan::for_update(before, d, now);
         if let Some(at) = self.budget_reset_at {
+            window = t.limits().budget_duration.map(|duration| WindowPlan {
+                duration,
+                reset_at: at,
+                restart: window.is_some_and(|w| w.restart),
+            });
             t.budget_reset_at = Some(at);
-            window = true;
+        }
+        if let Some(w) = &window {
+            t.budget_reset_at = Some(w.reset_at);
         }
         if let Some(m) = &self.model_max_budget {
             extract::model_max_budget(m)?;
@@ -167,8 +182,9 @@ async fn new(
 }
 
 /// `POST /budget/update` `{"budget_id", …fields}` → the tier row; in force for every linked
-/// key / customer / member on the next request, and a new window restarts theirs. Errors: 400,
-/// 401, 403, 404, 500.
+/// key / customer / member on the next request; a first `budget_duration` starts their windows
+/// at 0, the same one again leaves them as they are, a different one keeps their spend and
+/// moves their reset. Errors: 400, 401, 403, 404, 500.
 async fn update(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -189,10 +205,9 @@ async fn update(
     }
     .commit(gov)
     .await?;
-    if window {
+    if let Some(w) = &window {
         for s in linked_scopes(gov, &id) {
-            let (spend, _) = live::spend(gov, &s);
-            live::set(gov, &s, spend, t.budget_reset_at);
+            live::arm(gov, &s, Some(w));
         }
     }
     tracing::info!(budget_id = %id, "budget tier updated");

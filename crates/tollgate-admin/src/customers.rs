@@ -18,12 +18,13 @@ use chrono::{DateTime, Utc};
 use http::{HeaderMap, Uri};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tollgate_governance::admission::{ScopeKey, ScopeKind};
-use tollgate_governance::runtime::{Entities, Governance};
+use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
+use tollgate_governance::duration::BudgetDuration;
+use tollgate_governance::runtime::{EndUserDefault, Entities, Governance, end_user_limits};
 use tollgate_governance::store::{BudgetTier, EndUser};
 
 use crate::error::{ApiError, ApiResult};
-use crate::tier::{TierLimits, tier_with};
+use crate::tier::{TierLimits, tier_window, tier_with};
 use crate::write::Batch;
 use crate::{AdminContext, access, extract, live};
 
@@ -89,16 +90,35 @@ impl CustomerFields {
             || self.model_max_budget.is_some()
     }
 
-    /// Applies the fields; returns the tier to write (created or changed) and whether its
-    /// window changed. Errors: 400 (bad region, unknown `budget_id`, `budget_id` together with
-    /// budget fields, bad duration or `model_max_budget`).
+    /// Applies the fields; returns the tier to write (created or changed) and the window
+    /// change of the customer's scope ([`WindowPlan`], from the window it was counted under:
+    /// its tier's, else the default end-user budget's; already applied to `c.spend`).
+    /// Errors: 400 (bad region, unknown `budget_id`, `budget_id` together with budget fields,
+    /// bad duration or `model_max_budget`).
     fn apply(
         &self,
         e: &Entities,
+        default: &EndUserDefault,
         c: &mut EndUser,
         now: DateTime<Utc>,
         by: &str,
-    ) -> ApiResult<(Option<BudgetTier>, bool)> {
+    ) -> ApiResult<(Option<BudgetTier>, Option<WindowPlan>)> {
+        let before = end_user_limits(e, Some(c), default).budget_duration;
+        let (tier, window) = self.apply_fields(e, c, before, now, by)?;
+        if window.is_some_and(|w| w.restart) {
+            c.spend = 0.0;
+        }
+        Ok((tier, window))
+    }
+
+    fn apply_fields(
+        &self,
+        e: &Entities,
+        c: &mut EndUser,
+        before: Option<BudgetDuration>,
+        now: DateTime<Utc>,
+        by: &str,
+    ) -> ApiResult<(Option<BudgetTier>, Option<WindowPlan>)> {
         if let Some(r) = &self.allowed_model_region {
             if r != "eu" && r != "us" {
                 return Err(ApiError::bad_request(format!(
@@ -122,16 +142,17 @@ impl CustomerFields {
                     "Pass either budget_id or budget fields (max_budget, budget_duration, tpm_limit, ...), not both",
                 ));
             }
-            if !e.budgets.contains_key(id) {
+            let Some(tier) = e.budgets.get(id) else {
                 return Err(ApiError::bad_request(format!(
                     "budget_id={id} does not exist; create it with /budget/new"
                 )));
-            }
+            };
             c.budget_id = Some(id.clone());
-            return Ok((None, false));
+            let after = tier_window(Some(tier));
+            return Ok((None, WindowPlan::for_update(before, after, now)));
         }
         if !self.has_budget_fields() {
-            return Ok((None, false));
+            return Ok((None, None));
         }
         let d = extract::duration("budget_duration", self.budget_duration.as_deref())?;
         if let Some(m) = &self.model_max_budget {
@@ -143,9 +164,10 @@ impl CustomerFields {
             tpm_limit: self.tpm_limit,
             rpm_limit: self.rpm_limit,
         };
-        let mut t = tier_with(
+        let (mut t, window) = tier_with(
             e.budget(c.budget_id.as_deref()).map(|t| t.as_ref()),
             &limits,
+            before,
             now,
             by,
         );
@@ -159,18 +181,17 @@ impl CustomerFields {
             t.model_max_budget = Value::Object(m.clone());
         }
         c.budget_id = Some(t.budget_id.clone());
-        Ok((Some(t), d.is_some()))
+        Ok((Some(t), window))
     }
 }
 
-/// Writes a customer (and its tier), then starts the tier's window on the customer's scope.
+/// Writes a customer (and its tier), then applies the window change to the customer's scope.
 async fn save(
     gov: &Governance,
     c: &EndUser,
     tier: Option<BudgetTier>,
-    window: bool,
+    window: Option<WindowPlan>,
 ) -> ApiResult<()> {
-    let reset = tier.as_ref().and_then(|t| t.budget_reset_at);
     Batch {
         end_users: vec![c.clone()],
         budgets: tier.into_iter().collect(),
@@ -178,11 +199,7 @@ async fn save(
     }
     .commit(gov)
     .await?;
-    if window {
-        let s = scope(&c.user_id);
-        let (spend, _) = live::spend(gov, &s);
-        live::set(gov, &s, spend, reset);
-    }
+    live::arm(gov, &scope(&c.user_id), window.as_ref());
     Ok(())
 }
 
@@ -213,7 +230,13 @@ async fn new(
                 "Customer already exists, passed user_id={id}"
             )));
         }
-        req.apply(&e, &mut c, now, &who.actor())?
+        req.apply(
+            &e,
+            &gov.options().end_user_default,
+            &mut c,
+            now,
+            &who.actor(),
+        )?
     };
     save(gov, &c, tier, window).await?;
     tracing::info!(end_user = %id, "customer created");
@@ -246,7 +269,13 @@ async fn update(
     let gov = &ctx.gov;
     let mut c = live::end_user_row(gov, &*cached(gov, &id)?);
     let now = gov.admission().now();
-    let (tier, window) = req.apply(&gov.cache().read(), &mut c, now, &who.actor())?;
+    let (tier, window) = req.apply(
+        &gov.cache().read(),
+        &gov.options().end_user_default,
+        &mut c,
+        now,
+        &who.actor(),
+    )?;
     save(gov, &c, tier, window).await?;
     tracing::info!(end_user = %id, "customer updated");
     Ok(Json(Value::Object(object(gov, &c))))

@@ -39,38 +39,12 @@ pub(crate) fn duration(field: &str, v: Option<&str>) -> ApiResult<Option<BudgetD
     .transpose()
 }
 
-/// Checks a `model_max_budget` map: `{"<model>": {"max_budget": <USD>, "budget_duration":
-/// "<duration>"}}` (what `tollgate_governance::store::model_limits` reads). Errors: 400.
+/// Checks a `model_max_budget` map: each entry `<USD>` or `{"budget_limit": <USD>,
+/// "time_period": "<duration>"}` (LiteLLM's two shapes, see
+/// `tollgate_governance::store::model_budget`). Errors: 400 naming the model and the field.
 pub(crate) fn model_max_budget(m: &Map<String, Value>) -> ApiResult<()> {
-    for (model, v) in m {
-        let Some(o) = v.as_object() else {
-            return Err(ApiError::bad_request(format!(
-                "Invalid model_max_budget[{model}]: expected {{\"max_budget\": <float>, \"budget_duration\": <str>}}"
-            )));
-        };
-        if let Some(b) = o.get("max_budget")
-            && !(b.is_number() || b.is_null())
-        {
-            return Err(ApiError::bad_request(format!(
-                "Invalid model_max_budget[{model}].max_budget: expected a number (USD)"
-            )));
-        }
-        match o.get("budget_duration") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(d)) => {
-                duration(
-                    &format!("model_max_budget[{model}].budget_duration"),
-                    Some(d),
-                )?;
-            }
-            Some(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "Invalid model_max_budget[{model}].budget_duration: expected a string"
-                )));
-            }
-        }
-    }
-    Ok(())
+    tollgate_governance::store::validate_model_max_budget(m)
+        .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 /// An entity row as a JSON object (LiteLLM field names, from the row's serde derive).
@@ -167,11 +141,16 @@ mod tests {
 
     #[test]
     fn model_max_budget_shape() {
-        let ok = json!({"gpt-4o": {"max_budget": 2.5, "budget_duration": "1d"}});
-        assert!(model_max_budget(ok.as_object().unwrap()).is_ok());
-        let bad = json!({"gpt-4o": 2.5});
-        assert!(model_max_budget(bad.as_object().unwrap()).is_err());
-        let bad = json!({"gpt-4o": {"budget_duration": "1 day"}});
-        assert!(model_max_budget(bad.as_object().unwrap()).is_err());
+        for ok in [
+            json!({"gpt-4o": {"max_budget": 2.5, "budget_duration": "1d"}}),
+            json!({"gpt-4o": {"budget_limit": 2.5, "time_period": "1d"}}),
+            json!({"gpt-4o": 2.5}),
+        ] {
+            assert!(model_max_budget(ok.as_object().unwrap()).is_ok(), "{ok}");
+        }
+        let bad = json!({"gpt-4o": {"time_period": "1 day"}});
+        let e = model_max_budget(bad.as_object().unwrap()).unwrap_err();
+        assert_eq!(e.status, http::StatusCode::BAD_REQUEST);
+        assert!(model_max_budget(json!({"gpt-4o": "a lot"}).as_object().unwrap()).is_err());
     }
 }

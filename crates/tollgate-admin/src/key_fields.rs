@@ -15,12 +15,14 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use tollgate_governance::admission::WindowPlan;
+use tollgate_governance::duration::BudgetDuration;
 use tollgate_governance::runtime::Entities;
-use tollgate_governance::store::{BudgetTier, VerificationToken};
+use tollgate_governance::store::{BudgetTier, ModelBudget, VerificationToken};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract;
-use crate::tier::{TierLimits, tier_with};
+use crate::tier::{TierLimits, tier_window, tier_with};
 
 /// Body of the key routes. No `Debug`: `key` / `new_key` may hold a plaintext key.
 #[derive(Default, Deserialize)]
@@ -70,8 +72,38 @@ pub(crate) struct KeyFields {
 pub(crate) struct KeyPlan {
     /// A budget tier to write with the key (its `soft_budget`).
     pub tier: Option<BudgetTier>,
-    /// True when `budget_duration` was set: the key's window restarts at `budget_reset_at`.
-    pub window: bool,
+    /// The key's budget window change (its own `budget_duration`, else its tier's), already
+    /// written into the row's `spend` / `budget_reset_at`; applied to the counters once saved.
+    pub window: Option<WindowPlan>,
+    /// Window changes of per-model budgets (`model_max_budget` entries given a first or a
+    /// different `time_period`), by model group.
+    pub model_windows: Vec<(String, WindowPlan)>,
+}
+
+/// The budget window a key is counted under: its own `budget_duration`, else its tier's (B05).
+pub(crate) fn key_window(
+    e: &Entities,
+    row: &VerificationToken,
+    new_tier: Option<&BudgetTier>,
+) -> Option<BudgetDuration> {
+    row.limits().budget_duration.or_else(|| {
+        let tier = match new_tier {
+            Some(t) if row.budget_id.as_deref() == Some(t.budget_id.as_str()) => Some(t),
+            _ => e.budget(row.budget_id.as_deref()).map(|t| t.as_ref()),
+        };
+        tier_window(tier)
+    })
+}
+
+/// The window of each per-model budget of a `model_max_budget` map, by model group.
+fn model_windows(m: &Value) -> BTreeMap<String, Option<BudgetDuration>> {
+    m.as_object()
+        .map(|o| {
+            o.keys()
+                .map(|k| (k.clone(), ModelBudget::of(m, k).and_then(|b| b.duration)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `key_type` values LiteLLM accepts.
@@ -122,6 +154,8 @@ impl KeyFields {
         creating: bool,
     ) -> ApiResult<KeyPlan> {
         let mut plan = KeyPlan::default();
+        let window_before = key_window(e, row, None);
+        let models_before = model_windows(&row.model_max_budget);
         if let Some(a) = &self.key_alias {
             if e.keys
                 .values()
@@ -142,24 +176,16 @@ impl KeyFields {
         }
         if let Some(d) = extract::duration("budget_duration", self.budget_duration.as_deref())? {
             row.budget_duration = Some(d.to_string());
-            row.budget_reset_at = Some(d.next_reset(now));
-            plan.window = true;
         }
         if let Some(id) = &self.budget_id {
-            let Some(tier) = e.budgets.get(id) else {
+            // B05: a key without its own window follows its tier's (planned below, so
+            // `budget_reset_at` is known from the start)
+            if !e.budgets.contains_key(id) {
                 return Err(ApiError::bad_request(format!(
                     "budget_id={id} does not exist; create it with /budget/new"
                 )));
-            };
-            row.budget_id = Some(id.clone());
-            // B05: a key without its own window follows its tier's; start it now so
-            // `budget_reset_at` is known from the start
-            if row.budget_duration.is_none()
-                && let Some(d) = tier.limits().budget_duration
-            {
-                row.budget_reset_at = Some(d.next_reset(now));
-                plan.window = true;
             }
+            row.budget_id = Some(id.clone());
         }
         if let Some(t) = &self.team_id {
             if !e.teams.contains_key(t) {
@@ -227,6 +253,24 @@ impl KeyFields {
             plan.tier = Some(soft_budget_tier(e, row, soft, now, by));
             row.budget_id = plan.tier.as_ref().map(|t| t.budget_id.clone());
         }
+        let window_after = key_window(e, row, plan.tier.as_ref());
+        plan.window = WindowPlan::for_update(window_before, window_after, now);
+        if let Some(w) = &plan.window {
+            // an explicit `spend` is the spend of the new window
+            let mut spend = row.spend;
+            w.apply_to(&mut spend, &mut row.budget_reset_at);
+            if self.spend.is_none() {
+                row.spend = spend;
+            }
+        }
+        if self.model_max_budget.is_some() {
+            for (model, after) in model_windows(&row.model_max_budget) {
+                let before = models_before.get(&model).copied().flatten();
+                if let Some(w) = WindowPlan::for_update(before, after, now) {
+                    plan.model_windows.push((model, w));
+                }
+            }
+        }
         row.updated_at = Some(now);
         row.updated_by = Some(by.to_owned());
         Ok(plan)
@@ -273,9 +317,10 @@ fn soft_budget_tier(
     now: DateTime<Utc>,
     by: &str,
 ) -> BudgetTier {
-    let mut t = tier_with(
+    let (mut t, _) = tier_with(
         e.budget(row.budget_id.as_deref()).map(|t| t.as_ref()),
         &TierLimits::default(),
+        None,
         now,
         by,
     );

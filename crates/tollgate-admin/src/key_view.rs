@@ -1,6 +1,7 @@
 //! The JSON of a virtual key in responses: the `"LiteLLM_VerificationToken"` row's fields
-//! (`token` is the hash), with live `spend` (USD) and `budget_reset_at` from the admission
-//! counters, `litellm_budget_table` (the linked tier or `null`), `soft_budget` (the tier's), and
+//! (`token` is the hash), with live `spend` (USD), `budget_reset_at` and `model_spend`
+//! (`{"<model group>": USD}` for each per-model budget, in its window) from the admission
+//! counters, `model_max_budget` as stored, `litellm_budget_table` (the linked tier or `null`), `soft_budget` (the tier's), and
 //! `model_rpm_limit` / `model_tpm_limit` / `tags` lifted out of `metadata` as LiteLLM shows them.
 //! Never the plaintext key, except `key` in the one response that creates it.
 
@@ -18,6 +19,7 @@ pub(crate) fn object(gov: &Governance, row: &VerificationToken) -> Map<String, V
     let mut m = extract::object(row);
     let (spend, reset) = live::spend(gov, &ScopeKey::key(&row.token));
     m.insert("spend".into(), Value::from(spend));
+    m.insert("model_spend".into(), live::model_spend(gov, row));
     if let Some(at) = reset {
         m.insert("budget_reset_at".into(), extract::time(at));
     }

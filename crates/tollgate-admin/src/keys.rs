@@ -20,7 +20,7 @@ use tollgate_governance::admission::ScopeKey;
 use tollgate_governance::store::{SecretKey, VerificationToken, hash_key, is_key_hash};
 
 use crate::error::{ApiError, ApiResult};
-use crate::key_fields::{KeyFields, new_row};
+use crate::key_fields::{KeyFields, KeyPlan, new_row};
 use crate::write::Batch;
 use crate::{AdminContext, access, extract, key_view, live};
 
@@ -72,18 +72,27 @@ fn custom_key(field: &str, k: &str) -> ApiResult<SecretKey> {
     }
 }
 
-/// Writes `row` (and the key's new tier) store first, then cache; then starts its budget
-/// window / sets its spend in the counters when `counters`.
+/// How a saved key's counters change.
+enum Counters {
+    /// The fields' window changes only ([`KeyPlan::window`], [`KeyPlan::model_windows`]).
+    Window,
+    /// The row's `spend` and `budget_reset_at` are set as they are (an explicit `spend`, or a
+    /// regenerated key taking over the old key's counters), with the model windows.
+    Set,
+}
+
+/// Writes `row` (and the key's new tier) store first, then cache; then applies the plan's
+/// budget windows, or sets the row's spend, in the counters.
 async fn save(
     ctx: &AdminContext,
     row: &VerificationToken,
-    tier: Option<tollgate_governance::store::BudgetTier>,
+    plan: KeyPlan,
     replaces: Option<(&str, String)>,
-    counters: bool,
+    counters: Counters,
 ) -> ApiResult<()> {
     let mut batch = Batch {
         keys: vec![row.clone()],
-        budgets: tier.into_iter().collect(),
+        budgets: plan.tier.into_iter().collect(),
         ..Batch::default()
     };
     if let Some((old, by)) = replaces {
@@ -91,15 +100,28 @@ async fn save(
         batch.deleted_by = Some(by);
     }
     batch.commit(&ctx.gov).await?;
-    if counters {
-        live::set(
+    let scope = ScopeKey::key(&row.token);
+    match counters {
+        Counters::Set => live::set(&ctx.gov, &scope, row.spend, row.budget_reset_at),
+        Counters::Window => live::arm(&ctx.gov, &scope, plan.window.as_ref()),
+    }
+    for (model, w) in &plan.model_windows {
+        live::arm(
             &ctx.gov,
-            &ScopeKey::key(&row.token),
-            row.spend,
-            row.budget_reset_at,
+            &ScopeKey::model_per_key(&row.token, model),
+            Some(w),
         );
     }
     Ok(())
+}
+
+/// [`Counters::Set`] when the body sets `spend`, else [`Counters::Window`].
+fn counters_for(req: &KeyFields) -> Counters {
+    if req.spend.is_some() {
+        Counters::Set
+    } else {
+        Counters::Window
+    }
 }
 
 /// `POST /key/generate`: a new key from LiteLLM's `GenerateKeyRequest` fields; returns
@@ -128,14 +150,7 @@ async fn generate(
         }
         req.apply(&e, &mut row, now, &by, true)?
     };
-    save(
-        &ctx,
-        &row,
-        plan.tier,
-        None,
-        plan.window || req.spend.is_some(),
-    )
-    .await?;
+    save(&ctx, &row, plan, None, counters_for(&req)).await?;
     tracing::info!(key = %secret.masked(), "virtual key generated");
     Ok(Json(Value::Object(key_view::generated(
         gov,
@@ -174,21 +189,11 @@ async fn change(
     req: &KeyFields,
 ) -> ApiResult<VerificationToken> {
     let gov = &ctx.gov;
-    let mut row = VerificationToken::clone(&*cached(ctx, hash)?);
-    let (spend, reset) = live::spend(gov, &ScopeKey::key(hash));
-    row.spend = spend;
-    row.budget_reset_at = reset.or(row.budget_reset_at);
+    let mut row = live::key_row(gov, &*cached(ctx, hash)?);
     let now = gov.admission().now();
     let by = who.actor();
     let plan = req.apply(&gov.cache().read(), &mut row, now, &by, false)?;
-    save(
-        ctx,
-        &row,
-        plan.tier,
-        None,
-        plan.window || req.spend.is_some(),
-    )
-    .await?;
+    save(ctx, &row, plan, None, counters_for(req)).await?;
     Ok(row)
 }
 
@@ -345,15 +350,12 @@ async fn regen(
         Some(k) => custom_key("new_key", k)?,
     };
     let gov = &ctx.gov;
-    let (spend, reset) = live::spend(gov, &ScopeKey::key(&old_hash));
     let now = gov.admission().now();
     let by = who.actor();
     let mut row = VerificationToken {
         token: secret.hash(),
         key_name: Some(secret.masked()),
-        spend,
-        budget_reset_at: reset.or(old.budget_reset_at),
-        ..VerificationToken::clone(&old)
+        ..live::key_row(gov, &old)
     };
     let plan = {
         let e = gov.cache().read();
@@ -362,7 +364,24 @@ async fn regen(
         }
         req.apply(&e, &mut row, now, &by, false)?
     };
-    save(ctx, &row, plan.tier, Some((&old_hash, by)), true).await?;
+    // the new key takes over the old key's per-model budget counters
+    for model in row
+        .model_max_budget
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+    {
+        let (spend, reset) = live::spend(gov, &ScopeKey::model_per_key(&old_hash, model));
+        if spend != 0.0 || reset.is_some() {
+            live::set(
+                gov,
+                &ScopeKey::model_per_key(&row.token, model),
+                spend,
+                reset,
+            );
+        }
+    }
+    save(ctx, &row, plan, Some((&old_hash, by)), Counters::Set).await?;
     tracing::info!(old = %old_hash, new = %secret.masked(), "virtual key regenerated");
     Ok(Json(Value::Object(key_view::generated(
         gov,

@@ -1,12 +1,17 @@
 //! Live spend and budget windows. Cached rows carry the spend of their last write; the
 //! admission counters carry the spend now. Responses report the counters, rows written back
 //! to the store carry the counters' values (so a management write never rolls spend back),
-//! and a new or changed `budget_duration` starts its window in the counters at once.
+//! and a new or changed `budget_duration` changes the window in the counters at once
+//! ([`arm`], by the rule of [`WindowPlan`]: a first window starts at 0, the same one again is
+//! untouched, a different one keeps the spend and moves `budget_reset_at`).
 
 use chrono::{DateTime, Utc};
-use tollgate_governance::admission::{ScopeKey, ScopeKind};
+use serde_json::{Map, Value};
+use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::Governance;
-use tollgate_governance::store::{EndUser, Team, TeamMembership, User};
+use tollgate_governance::store::{
+    EndUser, ModelBudget, Team, TeamMembership, User, VerificationToken,
+};
 
 /// Spend (USD) and next reset of a scope now. Spend of a window whose reset time has passed
 /// (no request has rolled it yet) is reported as 0, as the next request will see it.
@@ -24,6 +29,46 @@ pub(crate) fn spend(gov: &Governance, scope: &ScopeKey) -> (f64, Option<DateTime
 /// Called after the store and the cache hold the change.
 pub(crate) fn set(gov: &Governance, scope: &ScopeKey, spend: f64, reset_at: Option<DateTime<Utc>>) {
     gov.admission().set_spend(scope, spend, reset_at);
+}
+
+/// Applies a window change to a scope's counters, once the store and the cache hold the
+/// change; in force for the very next request. Nothing for `None`.
+pub(crate) fn arm(gov: &Governance, scope: &ScopeKey, plan: Option<&WindowPlan>) {
+    if let Some(p) = plan {
+        gov.admission().arm_window(scope, p);
+    }
+}
+
+/// The key's `model_spend` now: the stored object with, for each model of its
+/// `model_max_budget`, the live spend of that model's budget in its window, USD (0 before the
+/// model's first request).
+pub(crate) fn model_spend(gov: &Governance, k: &VerificationToken) -> Value {
+    let mut out = match &k.model_spend {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    if let Some(models) = k.model_max_budget.as_object() {
+        for model in models.keys() {
+            if ModelBudget::of(&k.model_max_budget, model).is_none() {
+                continue;
+            }
+            let (spend, _) = self::spend(gov, &ScopeKey::model_per_key(&k.token, model));
+            out.insert(model.clone(), Value::from(spend));
+        }
+    }
+    Value::Object(out)
+}
+
+/// A key row carrying its live spend, window and per-model spend (to write back without
+/// rolling any of them back).
+pub(crate) fn key_row(gov: &Governance, k: &VerificationToken) -> VerificationToken {
+    let (spend, reset) = self::spend(gov, &ScopeKey::key(&k.token));
+    VerificationToken {
+        spend,
+        budget_reset_at: reset.or(k.budget_reset_at),
+        model_spend: model_spend(gov, k),
+        ..k.clone()
+    }
 }
 
 /// A user row carrying its live spend and window (to write back without rolling spend back).

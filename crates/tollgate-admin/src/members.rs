@@ -11,12 +11,13 @@
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use tollgate_governance::admission::WindowPlan;
 use tollgate_governance::runtime::Entities;
 use tollgate_governance::store::{BudgetTier, Team, TeamMember, TeamMembership, User};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract;
-use crate::tier::{TierLimits, tier_with};
+use crate::tier::{TierLimits, tier_window, tier_with};
 
 /// A member as given in `members_with_roles` / `member`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -163,14 +164,15 @@ pub(crate) struct MemberBudget {
 
 impl MemberBudget {
     /// The member's tier after this change: `existing` with the given fields, or a new tier
-    /// (uuid id); `None` when no field is given. The bool is true when the window changed.
-    /// Errors: 400 for a bad `budget_duration`.
+    /// (uuid id); `None` when no field is given. With it, the window change of the member's
+    /// scope ([`WindowPlan`]: a first window starts at 0). Errors: 400 for a bad
+    /// `budget_duration`.
     pub fn tier(
         &self,
         existing: Option<&BudgetTier>,
         now: DateTime<Utc>,
         by: &str,
-    ) -> ApiResult<Option<(BudgetTier, bool)>> {
+    ) -> ApiResult<Option<(BudgetTier, Option<WindowPlan>)>> {
         let d = extract::duration("budget_duration", self.budget_duration.as_deref())?;
         if self.max_budget_in_team.is_none()
             && d.is_none()
@@ -185,6 +187,12 @@ impl MemberBudget {
             tpm_limit: self.tpm_limit,
             rpm_limit: self.rpm_limit,
         };
-        Ok(Some((tier_with(existing, &limits, now, by), d.is_some())))
+        Ok(Some(tier_with(
+            existing,
+            &limits,
+            tier_window(existing),
+            now,
+            by,
+        )))
     }
 }

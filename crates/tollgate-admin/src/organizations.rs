@@ -21,7 +21,7 @@ use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::Organization;
 
 use crate::error::{ApiError, ApiResult};
-use crate::tags::{TierFields, save_tier, start_window, tier_json};
+use crate::tags::{TierFields, save_tier, tier_json};
 use crate::{AdminContext, access, extract, live};
 
 /// The organization routes.
@@ -106,14 +106,17 @@ async fn save(
     if let Some((b, _)) = &tier {
         o.budget_id = Some(b.budget_id.clone());
     }
-    let reset = save_tier(gov, tier).await?;
+    let window = save_tier(gov, tier).await?;
     o.spend = live::spend(gov, &scope(&o.organization_id)).0;
+    if window.is_some_and(|w| w.restart) {
+        o.spend = 0.0;
+    }
     gov.store().upsert_organization(&o).await?;
     gov.cache().update(|e| {
         e.organizations
             .insert(o.organization_id.clone(), Arc::new(o.clone()))
     });
-    start_window(gov, &scope(&o.organization_id), reset);
+    live::arm(gov, &scope(&o.organization_id), window.as_ref());
     Ok(o)
 }
 

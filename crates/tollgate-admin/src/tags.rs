@@ -18,12 +18,12 @@ use chrono::{DateTime, Utc};
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tollgate_governance::admission::{ScopeKey, ScopeKind};
+use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::{Entities, Governance};
 use tollgate_governance::store::{BudgetTier, Tag};
 
 use crate::error::{ApiError, ApiResult};
-use crate::tier::{TierLimits, tier_with};
+use crate::tier::{TierLimits, tier_window, tier_with};
 use crate::{AdminContext, access, extract, live};
 
 /// The tag routes.
@@ -59,8 +59,9 @@ impl TierFields {
     }
 
     /// The tier to write: the linked tier `current` changed, or a new one (when none is linked)
-    /// if any field is given or `always`. `None` when there is nothing to write. The `bool` is
-    /// true when a window starts (a `budget_duration` was given). Errors: 400 (bad duration).
+    /// if any field is given or `always`. `None` when there is nothing to write. With it, the
+    /// window change of the scope that follows the tier ([`WindowPlan`]: a first window starts
+    /// at 0, the same one again is untouched). Errors: 400 (bad duration).
     pub(crate) fn apply(
         &self,
         e: &Entities,
@@ -68,7 +69,7 @@ impl TierFields {
         always: bool,
         now: DateTime<Utc>,
         by: &str,
-    ) -> ApiResult<Option<(BudgetTier, bool)>> {
+    ) -> ApiResult<Option<(BudgetTier, Option<WindowPlan>)>> {
         let linked = e.budget(current);
         let create = always && linked.is_none();
         if !self.any() && !create {
@@ -81,8 +82,14 @@ impl TierFields {
             tpm_limit: self.tpm_limit,
             rpm_limit: self.rpm_limit,
         };
-        let t = tier_with(linked.map(|t| t.as_ref()), &limits, now, by);
-        Ok(Some((t, d.is_some())))
+        let linked = linked.map(|t| t.as_ref());
+        Ok(Some(tier_with(
+            linked,
+            &limits,
+            tier_window(linked),
+            now,
+            by,
+        )))
     }
 }
 
@@ -94,28 +101,19 @@ pub(crate) fn tier_json(gov: &Governance, budget_id: Option<&str>) -> Value {
         .map_or(Value::Null, |t| Value::Object(extract::object(t.as_ref())))
 }
 
-/// Writes `tier` to the store, then the cache; returns its window end when `window` (the
-/// caller starts the window on its scope once the entity is written). Errors: 500.
+/// Writes `tier` to the store, then the cache; returns its window change (the caller applies
+/// it to its scope with [`live::arm`] once the entity is written). Errors: 500.
 pub(crate) async fn save_tier(
     gov: &Governance,
-    tier: Option<(BudgetTier, bool)>,
-) -> ApiResult<Option<DateTime<Utc>>> {
+    tier: Option<(BudgetTier, Option<WindowPlan>)>,
+) -> ApiResult<Option<WindowPlan>> {
     let Some((t, window)) = tier else {
         return Ok(None);
     };
     gov.store().upsert_budget(&t).await?;
-    let reset = t.budget_reset_at.filter(|_| window);
     gov.cache()
         .update(|e| e.budgets.insert(t.budget_id.clone(), Arc::new(t)));
-    Ok(reset)
-}
-
-/// Starts a budget window ending at `reset` on `scope`, keeping its live spend.
-pub(crate) fn start_window(gov: &Governance, scope: &ScopeKey, reset: Option<DateTime<Utc>>) {
-    if reset.is_some() {
-        let (spend, _) = live::spend(gov, scope);
-        live::set(gov, scope, spend, reset);
-    }
+    Ok(window)
 }
 
 fn scope(name: &str) -> ScopeKey {
@@ -172,12 +170,15 @@ async fn save(ctx: &AdminContext, who: &str, req: &TagFields, mut t: Tag) -> Api
     if let Some((b, _)) = &tier {
         t.budget_id = Some(b.budget_id.clone());
     }
-    let reset = save_tier(gov, tier).await?;
+    let window = save_tier(gov, tier).await?;
     t.spend = live::spend(gov, &scope(&t.tag_name)).0;
+    if window.is_some_and(|w| w.restart) {
+        t.spend = 0.0;
+    }
     gov.store().upsert_tag(&t).await?;
     gov.cache()
         .update(|e| e.tags.insert(t.tag_name.clone(), Arc::new(t.clone())));
-    start_window(gov, &scope(&t.tag_name), reset);
+    live::arm(gov, &scope(&t.tag_name), window.as_ref());
     Ok(t)
 }
 

@@ -12,7 +12,7 @@ use axum::{Json, Router};
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tollgate_governance::admission::ScopeKey;
+use tollgate_governance::admission::{ScopeKey, WindowPlan};
 use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::TeamMembership;
 
@@ -46,15 +46,13 @@ struct AddBody {
     budget: MemberBudget,
 }
 
-/// Starts the member's budget window (after the rows are stored and cached).
-fn start_window(
-    gov: &Governance,
-    m: &TeamMembership,
-    reset: Option<chrono::DateTime<chrono::Utc>>,
-) {
-    let scope = ScopeKey::team_member(&m.team_id, &m.user_id);
-    let (spend, _) = live::spend(gov, &scope);
-    live::set(gov, &scope, spend, reset);
+/// Applies the member's budget window change (after the rows are stored and cached).
+fn start_window(gov: &Governance, m: &TeamMembership, plan: &WindowPlan) {
+    live::arm(
+        gov,
+        &ScopeKey::team_member(&m.team_id, &m.user_id),
+        Some(plan),
+    );
 }
 
 /// `POST /team/member_add` `{"team_id", "member": {"user_id"|"user_email", "role"} | [...],
@@ -93,8 +91,8 @@ async fn member_add(
             let membership = members::join(&e, &mut team, &mut user, m.role()?, budget_id)?;
             let membership = live::membership_row(gov, &membership);
             if let Some((t, window)) = tier {
-                if window {
-                    windows.push((membership.clone(), t.budget_reset_at));
+                if let Some(w) = window {
+                    windows.push((membership.clone(), w));
                 }
                 batch.budgets.push(t);
             }
@@ -107,8 +105,8 @@ async fn member_add(
     let users = batch.users.clone();
     let memberships = batch.memberships.clone();
     batch.commit(gov).await?;
-    for (m, reset) in &windows {
-        start_window(gov, m, *reset);
+    for (m, w) in &windows {
+        start_window(gov, m, w);
     }
     tracing::info!(team_id = %team_id, count = list.len(), "team members added");
     let mut out = teams::object(gov, &team);
@@ -200,9 +198,7 @@ async fn member_update(
     let shown = match tier {
         Some((t, w)) => {
             membership.budget_id = Some(t.budget_id.clone());
-            if w {
-                window = Some(t.budget_reset_at);
-            }
+            window = w;
             batch.budgets.push(t.clone());
             batch.memberships.push(membership.clone());
             Some(t)
@@ -210,8 +206,8 @@ async fn member_update(
         None => existing,
     };
     batch.commit(gov).await?;
-    if let Some(reset) = window {
-        start_window(gov, &membership, reset);
+    if let Some(w) = &window {
+        start_window(gov, &membership, w);
     }
     tracing::info!(team_id = %team_id, user_id = %user_id, "team member updated");
     Ok(Json(json!({

@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tollgate_governance::admission::{ScopeKey, ScopeKind};
+use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::{Entities, Governance};
 use tollgate_governance::store::Team;
 
@@ -91,20 +91,24 @@ struct TeamFields {
 }
 
 impl TeamFields {
-    /// Applies the fields; returns true when `budget_duration` was set (window restarts).
-    /// Errors: 400 (bad duration, unknown organization, bad `model_max_budget`).
+    /// Applies the fields; returns the team's window change ([`WindowPlan`], already written
+    /// into `t.spend` / `t.budget_reset_at`). Errors: 400 (bad duration, unknown organization,
+    /// bad `model_max_budget`).
     fn apply(
         &self,
         e: &Entities,
         t: &mut Team,
         now: DateTime<Utc>,
         creating: bool,
-    ) -> ApiResult<bool> {
-        let mut window = false;
-        if let Some(d) = extract::duration("budget_duration", self.budget_duration.as_deref())? {
+    ) -> ApiResult<Option<WindowPlan>> {
+        let before = t.limits().budget_duration;
+        let d = extract::duration("budget_duration", self.budget_duration.as_deref())?;
+        if let Some(d) = d {
             t.budget_duration = Some(d.to_string());
-            t.budget_reset_at = Some(d.next_reset(now));
-            window = true;
+        }
+        let window = WindowPlan::for_update(before, d, now);
+        if let Some(w) = &window {
+            w.apply_to(&mut t.spend, &mut t.budget_reset_at);
         }
         if let Some(o) = &self.organization_id {
             if !e.organizations.contains_key(o) {
@@ -171,10 +175,10 @@ impl TeamFields {
     }
 }
 
-/// Starts a team's budget window in the counters.
-fn start_window(gov: &Governance, t: &Team) {
+/// Applies a team's budget window change to the counters.
+fn start_window(gov: &Governance, t: &Team, window: Option<&WindowPlan>) {
     let scope = ScopeKey::new(ScopeKind::Team, t.team_id.as_str());
-    live::set(gov, &scope, t.spend, t.budget_reset_at);
+    live::arm(gov, &scope, window);
 }
 
 /// `POST /team/new`: a team (`team_id` generated as a uuid when absent) with its members
@@ -217,9 +221,7 @@ async fn new(
     };
     batch.teams.push(team.clone());
     batch.commit(gov).await?;
-    if window {
-        start_window(gov, &team);
-    }
+    start_window(gov, &team, window.as_ref());
     tracing::info!(team_id = %team.team_id, "team created");
     Ok(Json(Value::Object(object(gov, &team))))
 }
@@ -255,9 +257,7 @@ async fn change(ctx: &AdminContext, id: &str, req: &TeamFields) -> ApiResult<Tea
     }
     .commit(gov)
     .await?;
-    if window {
-        start_window(gov, &team);
-    }
+    start_window(gov, &team, window.as_ref());
     tracing::info!(team_id = %id, "team updated");
     Ok(team)
 }

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
+use tollgate_governance::admission::WindowPlan;
 use tollgate_governance::duration::BudgetDuration;
 use tollgate_governance::store::BudgetTier;
 
@@ -13,20 +14,29 @@ use crate::extract;
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct TierLimits {
     pub max_budget: Option<f64>,
-    /// Starts a new window (`budget_reset_at` = the next standardised reset after `now`).
+    /// The tier's window; a first or different one is planned with [`WindowPlan::for_update`]
+    /// (the same one again leaves `budget_reset_at` as it is).
     pub duration: Option<BudgetDuration>,
     pub tpm_limit: Option<i64>,
     pub rpm_limit: Option<i64>,
 }
 
+/// The window of a tier (`None` without one, or with an unreadable one).
+pub(crate) fn tier_window(t: Option<&BudgetTier>) -> Option<BudgetDuration> {
+    t.and_then(|t| t.limits().budget_duration)
+}
+
 /// `linked` with `limits` applied, or a new tier (uuid id, LiteLLM's empty
 /// `model_max_budget`, created now by `by`) when none is linked; stamped updated now by `by`.
+/// Also returns the window change of the scopes that follow the tier (`before` = the window
+/// they were counted under; see [`WindowPlan`]), already written into `budget_reset_at`.
 pub(crate) fn tier_with(
     linked: Option<&BudgetTier>,
     limits: &TierLimits,
+    before: Option<BudgetDuration>,
     now: DateTime<Utc>,
     by: &str,
-) -> BudgetTier {
+) -> (BudgetTier, Option<WindowPlan>) {
     let mut t = linked.cloned().unwrap_or_else(|| BudgetTier {
         budget_id: extract::new_id(),
         model_max_budget: Value::Object(Map::new()),
@@ -39,7 +49,10 @@ pub(crate) fn tier_with(
     }
     if let Some(d) = limits.duration {
         t.budget_duration = Some(d.to_string());
-        t.budget_reset_at = Some(d.next_reset(now));
+    }
+    let plan = WindowPlan::for_update(before, limits.duration, now);
+    if let Some(p) = &plan {
+        t.budget_reset_at = Some(p.reset_at);
     }
     if let Some(v) = limits.tpm_limit {
         t.tpm_limit = Some(v);
@@ -49,5 +62,5 @@ pub(crate) fn tier_with(
     }
     t.updated_at = Some(now);
     t.updated_by = Some(by.to_owned());
-    t
+    (t, plan)
 }

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use http::{HeaderMap, Uri};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tollgate_governance::admission::{ScopeKey, ScopeKind};
+use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::{Entities, Governance};
 use tollgate_governance::store::{SecretKey, Team, User, VerificationToken};
 
@@ -86,19 +86,24 @@ struct UserFields {
 }
 
 impl UserFields {
-    /// Applies the fields; true when `budget_duration` was set. Errors: 400.
+    /// Applies the fields; returns the user's window change ([`WindowPlan`], already written
+    /// into `u.spend` / `u.budget_reset_at`; an explicit `spend` is the new window's). Errors:
+    /// 400.
     fn apply(
         &self,
         e: &Entities,
         u: &mut User,
         now: DateTime<Utc>,
         creating: bool,
-    ) -> ApiResult<bool> {
-        let mut window = false;
-        if let Some(d) = extract::duration("budget_duration", self.budget_duration.as_deref())? {
+    ) -> ApiResult<Option<WindowPlan>> {
+        let before = u.limits().budget_duration;
+        let d = extract::duration("budget_duration", self.budget_duration.as_deref())?;
+        if let Some(d) = d {
             u.budget_duration = Some(d.to_string());
-            u.budget_reset_at = Some(d.next_reset(now));
-            window = true;
+        }
+        let window = WindowPlan::for_update(before, d, now);
+        if let Some(w) = &window {
+            w.apply_to(&mut u.spend, &mut u.budget_reset_at);
         }
         if let Some(r) = &self.user_role {
             if !ROLES.contains(&r.as_str()) {
@@ -131,7 +136,6 @@ impl UserFields {
         }
         if let Some(v) = self.spend {
             u.spend = v;
-            window = true;
         }
         if let Some(v) = self.max_budget {
             u.max_budget = Some(v);
@@ -157,10 +161,15 @@ impl UserFields {
     }
 }
 
-/// Sets the user's counter (spend and window) after a write.
-fn start_window(gov: &Governance, u: &User) {
+/// Updates the user's counter after a write: the row's spend and window when the body set
+/// `spend`, else the window change alone.
+fn start_window(gov: &Governance, req: &UserFields, u: &User, window: Option<&WindowPlan>) {
     let scope = ScopeKey::new(ScopeKind::User, u.user_id.as_str());
-    live::set(gov, &scope, u.spend, u.budget_reset_at);
+    if req.spend.is_some() {
+        live::set(gov, &scope, u.spend, u.budget_reset_at);
+    } else {
+        live::arm(gov, &scope, window);
+    }
 }
 
 /// `POST /user/new`: a user (id generated when absent, role `internal_user` by default),
@@ -226,9 +235,7 @@ async fn new(
     batch.users.push(user.clone());
     let key_row = batch.keys.first().cloned();
     batch.commit(gov).await?;
-    if window {
-        start_window(gov, &user);
-    }
+    start_window(gov, &req, &user, window.as_ref());
     tracing::info!(user_id = %user_id, "user created");
     let mut out = match (&key_row, &secret) {
         (Some(k), Some(s)) => key_view::generated(gov, k, s, req.duration.as_deref()),
@@ -282,9 +289,7 @@ async fn update(
     }
     .commit(gov)
     .await?;
-    if window {
-        start_window(gov, &user);
-    }
+    start_window(gov, &req, &user, window.as_ref());
     tracing::info!(user_id = %user.user_id, "user updated");
     Ok(Json(
         json!({"user_id": user.user_id, "data": object(gov, &user)}),

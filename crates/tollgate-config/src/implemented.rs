@@ -46,6 +46,8 @@ pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] = &[
     "max_budget",
     "budget_duration",
     "budget_exceeded_status_code",
+    "max_end_user_budget",
+    "max_end_user_budget_id",
 ];
 
 /// `general_settings` keys acted on (`litellm_key_header_name`: tollgate-server auth).

@@ -74,6 +74,13 @@ pub struct LitellmSettings {
     /// Budget reset period, e.g. `30d`, `1h`.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub budget_duration: Option<String>,
+    /// Budget of each end user without its own budget tier, USD.
+    #[serde(default, deserialize_with = "lenient::opt_f64")]
+    pub max_end_user_budget: Option<f64>,
+    /// Budget tier (`"LiteLLM_BudgetTable".budget_id`, created with `/budget/new`) applied to
+    /// each end user without its own.
+    #[serde(default, deserialize_with = "lenient::opt_string")]
+    pub max_end_user_budget_id: Option<String>,
     /// Response cache on/off.
     #[serde(default, deserialize_with = "lenient::opt_bool")]
     pub cache: Option<bool>,

@@ -10,7 +10,7 @@
 //! | [`duration`] | LiteLLM durations (`30s` … `1mo`), standardised `budget_reset_at`, injectable [`duration::Clock`] |
 //! | [`tokens`] | prompt token counts for admission (exact o200k/cl100k BPE, bytes/4 for other models) |
 //! | [`admission`] | [`admission::Admission`]: atomic multi-scope reservations of budget, RPM, TPM and parallel slots; settlement |
-//! | [`store`] | entities (LiteLLM's tables), key hashing, [`store::GovernanceStore`] (SQLite), write-behind |
+//! | [`store`] | entities (LiteLLM's tables), key hashing, per-model budgets, [`store::GovernanceStore`] (SQLite, Postgres), write-behind |
 //!
 //! # The flow the server follows
 //!
@@ -39,7 +39,7 @@
 //!    [`admission::Limits`] from the cache — the key's `limits().tighter(&tier.limits())` (B01,
 //!    B05), team, team member (`ScopeKey::team_member`), user, end user (its tier's limits),
 //!    organization, each tag, each per-model limit (`ScopeKey::model_per_key`, from
-//!    `model_limits()`), and `ScopeKey::global()`; key display `"<alias> (sk-...abcd)"`.
+//!    `model_limits_for()`), and `ScopeKey::global()`; key display `"<alias> (sk-...abcd)"`.
 //!    `admission.admit(AdmitRequest { request_id, attempt, scopes, estimate })`:
 //!    - `Err(rejection)` → answer `rejection.status` with
 //!      `{"error":{"message": rejection.message, "type": rejection.error_type, "param": null, "code": "<status>"}}`
@@ -56,7 +56,8 @@
 //!    — written behind in batches.
 //!
 //! **Management API** writes through `db.upsert_*` / `db.delete_*`, then updates the cache, and
-//! calls `admission.set_spend` / `admission.reset_spend` so a change is in force on the next
+//! calls `admission.set_spend` / `admission.reset_spend` / `admission.arm_window` (a
+//! `budget_duration` change, [`admission::WindowPlan`]) so a change is in force on the next
 //! request (B07).
 //!
 //! # Measured (this 2-core machine, release, shared with other builds: load average 10–13)

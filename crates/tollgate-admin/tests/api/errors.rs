@@ -65,7 +65,10 @@ async fn bad_bodies_are_400_with_litellm_error_json() {
         )
     );
     let (s, _) = h
-        .post("/key/generate", json!({"model_max_budget": {"gpt": 5}}))
+        .post(
+            "/key/generate",
+            json!({"model_max_budget": {"gpt": "five"}}),
+        )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let (s, _) = h

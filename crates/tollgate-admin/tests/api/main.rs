@@ -13,3 +13,4 @@ mod spend;
 mod tags;
 mod teams;
 mod users;
+mod windows;

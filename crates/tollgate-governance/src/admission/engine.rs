@@ -11,6 +11,7 @@ use super::store::{
     Actual, CounterStore, RateLimitStatus, ReserveRequest, ScopeRequest, ScopeSpend, SpendSnapshot,
     Ticket,
 };
+use super::window::WindowPlan;
 use crate::duration::{BudgetDuration, Clock, SystemClock};
 use crate::pricing::{ModelPrice, Usage, cost};
 
@@ -204,6 +205,14 @@ impl Admission {
     /// reset from `duration` (or the scope's known window). In force for the very next request.
     pub fn reset_spend(&self, scope: &ScopeKey, duration: Option<BudgetDuration>) {
         self.store.reset_spend(scope, duration, self.clock.now());
+    }
+
+    /// Applies a management write's budget window to a scope's counters ([`WindowPlan`]: a
+    /// new window at 0, or the same spend with a new reset time). In force for the very next
+    /// request.
+    pub fn arm_window(&self, scope: &ScopeKey, plan: &WindowPlan) {
+        self.store
+            .set_window(scope, plan.duration, plan.reset_at, plan.restart);
     }
 
     /// Sets a scope's spend (database seed at start; `/key/update` with `spend`).

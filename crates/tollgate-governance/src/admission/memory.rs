@@ -378,6 +378,24 @@ impl CounterStore for InMemoryCounterStore {
         self.mark_dirty(scope, &mut st);
     }
 
+    fn set_window(
+        &self,
+        scope: &ScopeKey,
+        duration: BudgetDuration,
+        reset_at: DateTime<Utc>,
+        restart: bool,
+    ) {
+        let st = self.state(scope);
+        let mut st = lock(&st);
+        if restart {
+            st.spend = 0;
+            st.reset_since_drain = true;
+        }
+        st.budget_duration = Some(duration);
+        st.budget_reset_at = Some(reset_at);
+        self.mark_dirty(scope, &mut st);
+    }
+
     fn spend(&self, scope: &ScopeKey) -> Option<ScopeSpend> {
         let st = self.existing(scope)?;
         let st = lock(&st);

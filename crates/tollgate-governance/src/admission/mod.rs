@@ -47,7 +47,9 @@
 //!   is computed ([`crate::duration`]); a window scope without a reset time gets one on first use
 //!   (B05: keys inheriting a tier's `budget_duration` through [`Limits::tighter`]).
 //!   [`Admission::reset_spend`] is in force for the next request (B07). Cost settled after a reset
-//!   counts in the new window.
+//!   counts in the new window. A management write that gives a scope a window, or changes it,
+//!   goes through [`WindowPlan`] and [`Admission::arm_window`]: a first window starts at 0, the
+//!   same window again changes nothing, a new duration keeps the spend and moves the reset.
 //! - **Rejections**: budget → `budget_exceeded`, status [`AdmissionConfig::budget_exceeded_status`]
 //!   (default 422; per-model budgets 429), message `Budget has been exceeded! Key=<display>
 //!   Current cost: X, Max budget: Y`; limits → 429 `rate_limit_error` with `retry-after` and
@@ -59,6 +61,7 @@ pub mod money;
 mod rejection;
 mod scope;
 mod store;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -73,3 +76,4 @@ pub use store::{
     Actual, CounterStore, Denial, RateLimitStatus, ReserveRequest, ScopeRequest, ScopeSpend,
     SpendSnapshot, Ticket,
 };
+pub use window::WindowPlan;

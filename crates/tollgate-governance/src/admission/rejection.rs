@@ -147,11 +147,7 @@ impl Rejection {
                 Rejection {
                     status,
                     error_type: "budget_exceeded",
-                    message: format!(
-                        "Budget has been exceeded! {}={} Current cost: {cost_text}, Max budget: {max_budget}",
-                        s.key.kind.label(),
-                        s.display
-                    ),
+                    message: budget_message(s, &cost_text, max_budget),
                     scope: Some(s.key.clone()),
                     reason: RejectReason::Budget {
                         current_cost,
@@ -209,6 +205,37 @@ impl Rejection {
                 headers: Vec::new(),
             },
         }
+    }
+}
+
+/// LiteLLM's over-budget message for scope `s` (litellm-surface §5.2):
+///
+/// - end user (`auth_checks._check_end_user_budget`):
+///   `ExceededBudget: End User=<id> over budget. Spend=<USD>, Budget=<USD>`;
+/// - per-model budget of a key (`_PROXY_VirtualKeyModelMaxBudgetLimiter`):
+///   `LiteLLM Virtual Key: <key hash>, key_alias: <alias|None>, exceeded budget for model=<group>`;
+/// - every other scope: `Budget has been exceeded! <Label>=<display> Current cost: <USD>, Max
+///   budget: <USD>`.
+///
+/// `cost` is the settled spend, followed by what requests in flight reserve when that is not 0.
+fn budget_message(s: &ScopeRequest, cost: &str, max_budget: f64) -> String {
+    match s.key.kind {
+        ScopeKind::EndUser => format!(
+            "ExceededBudget: End User={} over budget. Spend={cost}, Budget={max_budget}",
+            s.key.id
+        ),
+        ScopeKind::ModelPerKey => {
+            let (hash, group) = s.key.id.split_once('/').unwrap_or((&s.key.id, ""));
+            format!(
+                "LiteLLM Virtual Key: {hash}, key_alias: {}, exceeded budget for model={group}",
+                s.display
+            )
+        }
+        kind => format!(
+            "Budget has been exceeded! {}={} Current cost: {cost}, Max budget: {max_budget}",
+            kind.label(),
+            s.display
+        ),
     }
 }
 
@@ -270,4 +297,64 @@ pub fn rate_limit_headers(statuses: &[RateLimitStatus]) -> Vec<(String, String)>
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::Limits;
+    use crate::admission::money::usd_to_units;
+
+    fn budget_denial(scope: ScopeRequest, spend: f64, reserved: f64, max: f64) -> Rejection {
+        let d = Denial::Budget {
+            scope: 0,
+            current_units: usd_to_units(spend + reserved),
+            reserved_units: usd_to_units(reserved),
+            max_units: usd_to_units(max),
+        };
+        Rejection::from_denial(d, &[scope], 0, 422, 429)
+    }
+
+    #[test]
+    fn end_user_and_per_model_budgets_speak_litellm() {
+        let eu = ScopeRequest::new(
+            ScopeKey::new(ScopeKind::EndUser, "cust-9"),
+            Limits::default(),
+        );
+        let r = budget_denial(eu.clone(), 0.032, 0.0, 0.032);
+        assert_eq!(
+            (r.status, r.error_type, r.message.as_str()),
+            (
+                422,
+                "budget_exceeded",
+                "ExceededBudget: End User=cust-9 over budget. Spend=0.032, Budget=0.032"
+            )
+        );
+        let r = budget_denial(eu, 0.008, 0.024, 0.032);
+        assert_eq!(
+            r.message,
+            "ExceededBudget: End User=cust-9 over budget. Spend=0.008 (+ 0.024 reserved by requests in flight), Budget=0.032"
+        );
+        let m = ScopeRequest::new(
+            ScopeKey::model_per_key("ab12", "openai/gpt-4o"),
+            Limits::default(),
+        )
+        .with_display("ci");
+        let r = budget_denial(m, 1.2, 0.0, 1.0);
+        assert_eq!(
+            (r.status, r.error_type, r.message.as_str()),
+            (
+                429,
+                "budget_exceeded",
+                "LiteLLM Virtual Key: ab12, key_alias: ci, exceeded budget for model=openai/gpt-4o"
+            )
+        );
+        assert_eq!(
+            r.reason,
+            RejectReason::Budget {
+                current_cost: 1.2,
+                max_budget: 1.0
+            }
+        );
+    }
 }

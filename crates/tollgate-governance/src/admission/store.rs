@@ -212,6 +212,18 @@ pub trait CounterStore: Send + Sync + 'static {
     /// `duration` when given. In force for the very next request.
     fn reset_spend(&self, scope: &ScopeKey, duration: Option<BudgetDuration>, now: DateTime<Utc>);
 
+    /// Arms or reschedules a scope's budget window for a management write
+    /// ([`super::WindowPlan`]): from now on the window lasts `duration` and ends at `reset_at`;
+    /// `restart` sets the window's spend to 0 (cost reserved by requests in flight is kept and
+    /// settles into the new window). In force for the very next request.
+    fn set_window(
+        &self,
+        scope: &ScopeKey,
+        duration: BudgetDuration,
+        reset_at: DateTime<Utc>,
+        restart: bool,
+    );
+
     /// Current counters of a scope, `None` if the store has never seen it.
     fn spend(&self, scope: &ScopeKey) -> Option<ScopeSpend>;
 

@@ -16,6 +16,7 @@ pub mod access;
 pub mod cache;
 pub mod principal;
 pub mod scopes;
+mod seed;
 
 use std::sync::Arc;
 
@@ -24,11 +25,13 @@ use chrono::{DateTime, Utc};
 pub use access::{AccessGroups, DeniedBy, list_allows};
 pub use cache::{Entities, IdentityCache};
 pub use principal::{KeyError, Principal};
-pub use scopes::{BlockedEndUser, RequestFacts, needs_token_count};
+pub use scopes::{
+    BlockedEndUser, EndUserDefault, RequestFacts, end_user_limits, needs_token_count,
+};
 
 use crate::admission::{
     Admission, AdmissionConfig, AdmitRequest, InMemoryCounterStore, Limits, RateLimitStatus,
-    Rejection, Reservation, ScopeKey, ScopeKind, ScopeRequest, Settlement,
+    Rejection, Reservation, ScopeKey, ScopeRequest, Settlement,
 };
 use crate::pricing::{ModelPrice, PriceOverrides, PriceTable, Usage, cost};
 use crate::store::{GovernanceStore, SpendLogQueue, SpendLogRow, StoreError, WriteBehind};
@@ -40,6 +43,9 @@ pub struct GovernanceOptions {
     pub admission: AdmissionConfig,
     /// Proxy-wide limits (`litellm_settings.max_budget`, `budget_duration`).
     pub global: Limits,
+    /// Budget of end users without their own (`litellm_settings.max_end_user_budget`,
+    /// `max_end_user_budget_id`).
+    pub end_user_default: EndUserDefault,
     /// `model_info.access_groups` of the config.
     pub access_groups: AccessGroups,
     /// Bound of the spend-log queue, rows (oldest dropped beyond it, counted).
@@ -54,6 +60,7 @@ impl Default for GovernanceOptions {
         Self {
             admission: AdmissionConfig::default(),
             global: Limits::default(),
+            end_user_default: EndUserDefault::default(),
             access_groups: AccessGroups::default(),
             spend_log_capacity: 100_000,
             spend_logs: true,
@@ -130,7 +137,8 @@ impl Governance {
             options.admission.clone(),
         );
         let entities = Entities::from_snapshot(snapshot);
-        seed_spend(&admission, &entities);
+        seed::seed_spend(&admission, &entities);
+        seed::seed_model_spend(store.as_ref(), &admission, &entities).await?;
         // The whole proxy's spend lives only in the spend logs: its window's sum.
         let now = admission.now();
         let window = options.global.budget_duration;
@@ -221,7 +229,13 @@ impl Governance {
         principal: Option<&Principal>,
         facts: RequestFacts<'_>,
     ) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
-        scopes::build(&self.cache.read(), principal, facts, &self.options.global)
+        scopes::build(
+            &self.cache.read(),
+            principal,
+            facts,
+            &self.options.global,
+            &self.options.end_user_default,
+        )
     }
 
     /// The price of `model` at `provider` with a deployment's overrides; `None` = unpriced.
@@ -309,55 +323,6 @@ impl Governance {
     /// Current spend of a scope in its window, USD (0 when never used).
     pub fn spend_of(&self, scope: &ScopeKey) -> f64 {
         self.admission.spend(scope).map_or(0.0, |s| s.spend)
-    }
-}
-
-/// Seeds the admission counters from the stored spend of every entity.
-fn seed_spend(admission: &Admission, e: &Entities) {
-    for k in e.keys.values() {
-        admission.set_spend(&ScopeKey::key(&k.token), k.spend, k.budget_reset_at);
-    }
-    for t in e.teams.values() {
-        admission.set_spend(
-            &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
-            t.spend,
-            t.budget_reset_at,
-        );
-    }
-    for u in e.users.values() {
-        admission.set_spend(
-            &ScopeKey::new(ScopeKind::User, u.user_id.as_str()),
-            u.spend,
-            u.budget_reset_at,
-        );
-    }
-    for c in e.end_users.values().filter(|c| c.spend != 0.0) {
-        admission.set_spend(
-            &ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str()),
-            c.spend,
-            None,
-        );
-    }
-    for m in e.memberships.values().filter(|m| m.spend != 0.0) {
-        admission.set_spend(
-            &ScopeKey::team_member(&m.team_id, &m.user_id),
-            m.spend,
-            None,
-        );
-    }
-    for o in e.organizations.values().filter(|o| o.spend != 0.0) {
-        admission.set_spend(
-            &ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str()),
-            o.spend,
-            None,
-        );
-    }
-    for t in e.tags.values().filter(|t| t.spend != 0.0) {
-        admission.set_spend(
-            &ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str()),
-            t.spend,
-            None,
-        );
     }
 }
 

@@ -3,14 +3,67 @@
 //!
 //! For a virtual key: the key (its own limits, tightened by its budget tier: B01, B05), the
 //! key's per-model limits for the model group called, the team, the team member (membership
-//! tier), the user, the organization (its tier). For every caller: the end user (its tier; a
-//! blocked end user is refused), each request tag with a budget tier, and the whole proxy
-//! (`litellm_settings.max_budget` / `budget_duration`).
+//! tier), the user, the organization (its tier). For every caller: the end user (its tier, else
+//! the default end-user budget, [`EndUserDefault`]; a blocked end user is refused), each request
+//! tag with a budget tier, and the whole proxy (`litellm_settings.max_budget` /
+//! `budget_duration`).
+//!
+//! An end user seen for the first time has no row yet: its scope is created by the admission
+//! reservation itself, atomically with the check, so a burst of first requests is counted
+//! against one budget from the first request on (its `"LiteLLM_EndUserTable"` row is written
+//! behind, with its spend).
 
 use crate::admission::{Limits, ScopeKey, ScopeKind, ScopeRequest};
+use crate::store::EndUser;
 
 use super::cache::Entities;
 use super::principal::Principal;
+
+/// LiteLLM's default budget for end users without their own (`litellm_settings`):
+///
+/// - `max_end_user_budget_id`: a budget tier (`"LiteLLM_BudgetTable"`, created with
+///   `/budget/new`) whose limits (`max_budget`, `budget_duration`, `tpm_limit`, `rpm_limit`,
+///   `max_parallel_requests`) apply to each such end user, each on its own spend;
+/// - `max_end_user_budget`: a cap in USD for each such end user; with a tier too, the tighter
+///   of the two caps applies.
+///
+/// An end user whose `budget_id` names a tier (`/customer/new`, `/customer/update`) follows
+/// that tier only. A `max_end_user_budget_id` naming no tier (not created yet, or deleted)
+/// leaves `max_end_user_budget` alone in force. Looked up on every request, so a tier created
+/// or changed later is in force on the next request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EndUserDefault {
+    /// `max_end_user_budget`, USD.
+    pub max_budget: Option<f64>,
+    /// `max_end_user_budget_id`.
+    pub budget_id: Option<String>,
+}
+
+impl EndUserDefault {
+    /// True when neither setting is given.
+    pub fn is_empty(&self) -> bool {
+        self.max_budget.is_none() && self.budget_id.is_none()
+    }
+}
+
+/// The limits of an end user (its row, if any): its own tier's, else the default's
+/// (see [`EndUserDefault`]).
+pub fn end_user_limits(e: &Entities, row: Option<&EndUser>, default: &EndUserDefault) -> Limits {
+    if let Some(t) = row.and_then(|r| e.budget(r.budget_id.as_deref())) {
+        return t.limits();
+    }
+    if default.is_empty() {
+        return Limits::default();
+    }
+    let cap = Limits {
+        max_budget: default.max_budget,
+        ..Limits::default()
+    };
+    match e.budget(default.budget_id.as_deref()) {
+        Some(t) => t.limits().tighter(&cap),
+        None => cap,
+    }
+}
 
 /// Facts of one request that select scopes.
 #[derive(Debug, Clone, Copy, Default)]
@@ -35,7 +88,8 @@ fn tier_limits(l: Limits, tier: Option<&crate::store::BudgetTier>) -> Limits {
     }
 }
 
-/// Builds every scope of a request. `global` is the proxy-wide limit set.
+/// Builds every scope of a request. `global` is the proxy-wide limit set, `end_user` the
+/// default end-user budget.
 ///
 /// Errors: [`BlockedEndUser`].
 pub fn build(
@@ -43,6 +97,7 @@ pub fn build(
     principal: Option<&Principal>,
     facts: RequestFacts<'_>,
     global: &Limits,
+    end_user: &EndUserDefault,
 ) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
     let mut out = Vec::with_capacity(6);
     if let Some(p) = principal {
@@ -54,10 +109,12 @@ pub fn build(
             )
             .with_display(p.display()),
         );
-        if let Some(l) = k.model_limits().remove(facts.model_group) {
+        if let Some(l) = k.model_limits_for(facts.model_group) {
+            // LiteLLM names the key by its alias here ("key_alias: None" without one)
+            let alias = k.key_alias.as_deref().filter(|a| !a.is_empty());
             out.push(
                 ScopeRequest::new(ScopeKey::model_per_key(&k.token, facts.model_group), l)
-                    .with_display(p.display()),
+                    .with_display(alias.unwrap_or("None")),
             );
         }
         if let Some(t) = &p.team {
@@ -103,10 +160,7 @@ pub fn build(
         if row.is_some_and(|r| r.blocked) {
             return Err(BlockedEndUser(id.to_owned()));
         }
-        let l = row
-            .and_then(|r| e.budget(r.budget_id.as_deref()))
-            .map(|b| b.limits())
-            .unwrap_or_default();
+        let l = end_user_limits(e, row.map(|r| r.as_ref()), end_user);
         out.push(ScopeRequest::new(ScopeKey::new(ScopeKind::EndUser, id), l));
     }
     for tag in facts.tags {
@@ -136,6 +190,7 @@ pub fn needs_token_count(scopes: &[ScopeRequest]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::duration::BudgetDuration;
     use crate::runtime::cache::Entities;
     use crate::store::{BudgetTier, EndUser, Snapshot, Team, TeamMembership, VerificationToken};
     use chrono::Utc;
@@ -149,7 +204,7 @@ mod tests {
                 budget_id: Some("tier".into()),
                 team_id: Some("t".into()),
                 user_id: Some("u".into()),
-                model_max_budget: json!({"gpt": {"max_budget": 1.5}}),
+                model_max_budget: json!({"gpt": {"budget_limit": 1.5, "time_period": "1d"}}),
                 ..Default::default()
             }],
             teams: vec![Team {
@@ -189,7 +244,14 @@ mod tests {
             tags: &tags,
             model_group: "gpt",
         };
-        let s = build(&e, Some(&p), facts, &Limits::default()).unwrap();
+        let s = build(
+            &e,
+            Some(&p),
+            facts,
+            &Limits::default(),
+            &EndUserDefault::default(),
+        )
+        .unwrap();
         let kinds: Vec<ScopeKind> = s.iter().map(|r| r.key.kind).collect();
         assert_eq!(
             kinds,
@@ -212,11 +274,97 @@ mod tests {
             ..facts
         };
         assert_eq!(
-            build(&e, Some(&p), blocked, &Limits::default()).unwrap_err(),
+            build(
+                &e,
+                Some(&p),
+                blocked,
+                &Limits::default(),
+                &EndUserDefault::default()
+            )
+            .unwrap_err(),
             BlockedEndUser("bad".into())
         );
-        let open = build(&e, None, RequestFacts::default(), &Limits::default()).unwrap();
+        let open = build(
+            &e,
+            None,
+            RequestFacts::default(),
+            &Limits::default(),
+            &EndUserDefault::default(),
+        )
+        .unwrap();
         assert_eq!(open.len(), 1);
         assert!(!needs_token_count(&open));
+    }
+
+    #[test]
+    fn end_users_without_their_own_tier_take_the_default() {
+        let e = Entities::from_snapshot(Snapshot {
+            budgets: vec![
+                BudgetTier {
+                    budget_id: "eu-default".into(),
+                    max_budget: Some(5.0),
+                    rpm_limit: Some(3),
+                    budget_duration: Some("1d".into()),
+                    ..Default::default()
+                },
+                BudgetTier {
+                    budget_id: "vip".into(),
+                    max_budget: Some(50.0),
+                    ..Default::default()
+                },
+            ],
+            end_users: vec![
+                EndUser {
+                    user_id: "vip-user".into(),
+                    budget_id: Some("vip".into()),
+                    ..Default::default()
+                },
+                EndUser {
+                    user_id: "plain".into(),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        });
+        let both = EndUserDefault {
+            max_budget: Some(2.0),
+            budget_id: Some("eu-default".into()),
+        };
+        let row = |id: &str| e.end_users.get(id).map(|r| r.as_ref());
+        // never seen, or seen without a tier: the default tier, capped by max_end_user_budget
+        for who in [None, row("plain")] {
+            let l = end_user_limits(&e, who, &both);
+            assert_eq!(l.max_budget, Some(2.0));
+            assert_eq!(l.rpm_limit, Some(3));
+            assert_eq!(l.budget_duration, Some(BudgetDuration::Days(1)));
+        }
+        // an own tier wins entirely
+        assert_eq!(
+            end_user_limits(&e, row("vip-user"), &both).max_budget,
+            Some(50.0)
+        );
+        assert_eq!(end_user_limits(&e, row("vip-user"), &both).rpm_limit, None);
+        // a tier id that names nothing leaves the USD cap; no default: no limits
+        let dangling = EndUserDefault {
+            max_budget: Some(0.5),
+            budget_id: Some("ghost".into()),
+        };
+        assert_eq!(end_user_limits(&e, None, &dangling).max_budget, Some(0.5));
+        let tier_only = EndUserDefault {
+            max_budget: None,
+            budget_id: Some("eu-default".into()),
+        };
+        assert_eq!(end_user_limits(&e, None, &tier_only).max_budget, Some(5.0));
+        assert!(end_user_limits(&e, None, &EndUserDefault::default()).is_empty());
+        // on the request path: a new end user's scope carries the default
+        let facts = RequestFacts {
+            end_user: Some("first-timer"),
+            tags: &[],
+            model_group: "m",
+        };
+        let s = build(&e, None, facts, &Limits::default(), &both).unwrap();
+        assert_eq!(s[0].key, ScopeKey::new(ScopeKind::EndUser, "first-timer"));
+        assert_eq!(s[0].limits.max_budget, Some(2.0));
+        assert!(needs_token_count(&s));
     }
 }

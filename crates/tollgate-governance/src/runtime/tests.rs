@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::Utc;
 
 use super::*;
-use crate::admission::{AdmitRequest, Estimate};
+use crate::admission::{AdmitRequest, Estimate, ScopeKind};
 use crate::store::{SecretKey, SqliteStore, VerificationToken};
 
 async fn hub(keys: Vec<VerificationToken>) -> Governance {
@@ -155,4 +155,70 @@ async fn unknown_and_blocked_keys() {
         KeyError::NotFound
     );
     assert_eq!(g.principal(&"b".repeat(64)).unwrap_err(), KeyError::Blocked);
+}
+
+/// At start, a plain per-model budget takes the key's stored `model_spend`; a windowed one
+/// re-derives its window's spend from the key's spend logs for that model group.
+#[tokio::test]
+async fn per_model_budgets_are_seeded_at_start() {
+    let hash = "c".repeat(64);
+    let store = SqliteStore::open(":memory:").await.unwrap();
+    store.migrate().await.unwrap();
+    store
+        .upsert_key(&VerificationToken {
+            token: hash.clone(),
+            model_max_budget: serde_json::json!({
+                "plain": 1.0,
+                "win": {"budget_limit": 1.0, "time_period": "1d"},
+            }),
+            model_spend: serde_json::json!({"plain": 0.4, "win": 0.7}),
+            ..VerificationToken::default()
+        })
+        .await
+        .unwrap();
+    let now = Utc::now();
+    let day_start = crate::duration::BudgetDuration::Days(1).window_start(now);
+    let row = |id: &str, group: &str, spend: f64, at: chrono::DateTime<Utc>| SpendLogRow {
+        request_id: id.into(),
+        api_key: hash.clone(),
+        model_group: Some(group.into()),
+        spend,
+        start_time: at,
+        end_time: at,
+        ..SpendLogRow::default()
+    };
+    store
+        .insert_spend_logs(&[
+            row("today", "win", 0.3, now),
+            row(
+                "yesterday",
+                "win",
+                0.5,
+                day_start - chrono::Duration::seconds(1),
+            ),
+            row("other", "plain", 0.9, now),
+        ])
+        .await
+        .unwrap();
+    let g = Governance::open(
+        Arc::new(store),
+        PriceTable::new(),
+        GovernanceOptions::default(),
+    )
+    .await
+    .unwrap();
+    let plain = g
+        .admission()
+        .spend(&ScopeKey::model_per_key(&hash, "plain"))
+        .unwrap();
+    assert_eq!((plain.spend, plain.budget_reset_at), (0.4, None));
+    let win = g
+        .admission()
+        .spend(&ScopeKey::model_per_key(&hash, "win"))
+        .unwrap();
+    assert!((win.spend - 0.3).abs() < 1e-12, "{}", win.spend);
+    assert_eq!(
+        win.budget_reset_at,
+        Some(crate::duration::BudgetDuration::Days(1).next_reset(now))
+    );
 }

@@ -2,8 +2,6 @@
 //! one-to-one onto `"LiteLLM_*"` tables and serialize to LiteLLM's JSON field names.
 //! Money is USD (`f64`), limits are per 60 s window, times are UTC.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -59,9 +57,10 @@ pub struct VerificationToken {
     pub tpm_limit: Option<i64>,
     /// Requests per minute.
     pub rpm_limit: Option<i64>,
-    /// `{"model": {"max_budget": 10, "budget_duration": "1d"}}`.
+    /// Per-model budgets, as given: `{"model": 1.0}` or
+    /// `{"model": {"budget_limit": 1.0, "time_period": "1d"}}` ([`super::model_budget`]).
     pub model_max_budget: Value,
-    /// `{"model": spend}`.
+    /// `{"model": <USD>}`: each budgeted model's spend in its window (written behind).
     pub model_spend: Value,
     /// Metadata JSON (LiteLLM keeps `model_rpm_limit` / `model_tpm_limit` here too).
     pub metadata: Value,
@@ -98,40 +97,12 @@ impl VerificationToken {
         self.expires.is_some_and(|e| e <= now)
     }
 
-    /// Per-model limits of this key: `model_max_budget` entries and `metadata.model_rpm_limit` /
-    /// `metadata.model_tpm_limit`, by model name.
-    pub fn model_limits(&self) -> BTreeMap<String, Limits> {
-        model_limits(&self.model_max_budget, &self.metadata)
+    /// The per-model limits of this key for `model_group`: its `model_max_budget` entry
+    /// (either LiteLLM shape, see [`super::model_budget`]) and `metadata.model_rpm_limit` /
+    /// `metadata.model_tpm_limit`; `None` when none names the group.
+    pub fn model_limits_for(&self, model_group: &str) -> Option<Limits> {
+        super::model_budget::model_limits_for(&self.model_max_budget, &self.metadata, model_group)
     }
-}
-
-/// Per-model limits from a `model_max_budget` map and a metadata object carrying
-/// `model_rpm_limit` / `model_tpm_limit` maps.
-pub fn model_limits(model_max_budget: &Value, metadata: &Value) -> BTreeMap<String, Limits> {
-    let mut out: BTreeMap<String, Limits> = BTreeMap::new();
-    if let Some(m) = model_max_budget.as_object() {
-        for (model, v) in m {
-            let e = out.entry(model.clone()).or_default();
-            e.max_budget = v.get("max_budget").and_then(Value::as_f64);
-            e.budget_duration = v
-                .get("budget_duration")
-                .and_then(Value::as_str)
-                .and_then(|d| d.parse().ok());
-        }
-    }
-    for (field, rpm) in [("model_rpm_limit", true), ("model_tpm_limit", false)] {
-        if let Some(m) = metadata.get(field).and_then(Value::as_object) {
-            for (model, v) in m {
-                let e = out.entry(model.clone()).or_default();
-                if rpm {
-                    e.rpm_limit = v.as_u64();
-                } else {
-                    e.tpm_limit = v.as_u64();
-                }
-            }
-        }
-    }
-    out
 }
 
 /// One entry of `members_with_roles`.
@@ -464,14 +435,13 @@ mod tests {
         assert_eq!(l.max_budget, Some(10.0));
         assert_eq!(l.budget_duration, Some(BudgetDuration::Days(1)));
         assert_eq!((l.tpm_limit, l.rpm_limit), (Some(1000), None));
-        let m = k.model_limits();
-        assert_eq!(m["gpt-4o"].max_budget, Some(2.5));
-        assert_eq!(m["gpt-4o"].budget_duration, Some(BudgetDuration::Hours(1)));
-        assert_eq!(m["gpt-4o"].rpm_limit, Some(5));
-        assert_eq!(
-            (m["claude"].rpm_limit, m["claude"].tpm_limit),
-            (Some(7), Some(900))
-        );
+        let m = k.model_limits_for("gpt-4o").unwrap();
+        assert_eq!(m.max_budget, Some(2.5));
+        assert_eq!(m.budget_duration, Some(BudgetDuration::Hours(1)));
+        assert_eq!(m.rpm_limit, Some(5));
+        let c = k.model_limits_for("claude").unwrap();
+        assert_eq!((c.rpm_limit, c.tpm_limit), (Some(7), Some(900)));
+        assert_eq!(k.model_limits_for("other"), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod daily;
 mod db_error;
 mod entities;
 mod keys;
+pub mod model_budget;
 pub mod models;
 mod postgres;
 pub mod probe;
@@ -28,6 +29,7 @@ pub use codec::{GetCol, ToRow, Val};
 pub use db_error::{SQLSTATE_NO_SUCH_DATABASE, db_error_message};
 pub use entities::*;
 pub use keys::{SecretKey, hash_key, is_key_hash, mask_key};
+pub use model_budget::{ModelBudget, ModelBudgetError, validate_model_max_budget};
 pub use models::ProxyModel;
 pub use postgres::PostgresStore;
 pub use secret_box::{SecretBox, SecretBoxError};
@@ -169,8 +171,19 @@ pub(crate) struct SpendTarget {
     pub insert_if_missing: Option<&'static str>,
 }
 
-/// The row holding a scope's spend; `None` for scopes without a spend column (per-model-per-key
-/// and global spend are derived from spend logs, as in LiteLLM).
+/// `(key hash, model group)` of a per-model-per-key scope, whose spend is the `model group`
+/// entry of the key's `model_spend` JSON column (`{"gpt-4o": <USD>}`); `None` for other scopes.
+pub(crate) fn model_spend_target(scope: &ScopeKey) -> Option<(&str, &str)> {
+    match scope.kind {
+        // key hashes are hex, so the first '/' ends the hash (model groups may hold '/')
+        ScopeKind::ModelPerKey => scope.id.split_once('/'),
+        _ => None,
+    }
+}
+
+/// The row holding a scope's spend; `None` for scopes without a spend column of their own
+/// (global spend is derived from spend logs, as in LiteLLM; per-model-per-key spend is an entry
+/// of the key's `model_spend`, see [`model_spend_target`]).
 pub(crate) fn spend_target(scope: &ScopeKey) -> Option<SpendTarget> {
     let id = scope.id.to_string();
     let simple = |table, col| SpendTarget {
@@ -218,6 +231,8 @@ pub(crate) fn spend_target(scope: &ScopeKey) -> Option<SpendTarget> {
     })
 }
 
+#[cfg(test)]
+mod model_spend_tests;
 #[cfg(test)]
 mod pg_tests;
 #[cfg(test)]

@@ -164,3 +164,13 @@ async fn pg_daily_rollups_on_a_litellm_created_table() {
     s.pool().close().await;
     drop_schema(&url, &schema).await;
 }
+
+#[tokio::test]
+async fn pg_model_spend_is_merged_per_model() {
+    let Some((s, url, schema)) = pg_store("model_spend").await else {
+        return;
+    };
+    super::model_spend_tests::model_spend_case(&s).await;
+    s.pool().close().await;
+    drop_schema(&url, &schema).await;
+}

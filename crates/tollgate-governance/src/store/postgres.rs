@@ -14,7 +14,9 @@ use super::entities::*;
 use super::models::{self, ProxyModel};
 use super::schema::{self, Dialect, TABLES, Table};
 use super::secret_box::SecretBox;
-use super::{GovernanceStore, Snapshot, SpendLogFilter, StoreError, spend_target};
+use super::{
+    GovernanceStore, Snapshot, SpendLogFilter, StoreError, model_spend_target, spend_target,
+};
 use crate::admission::SpendSnapshot;
 
 /// Postgres-backed [`GovernanceStore`].
@@ -328,6 +330,15 @@ impl GovernanceStore for PostgresStore {
     async fn write_spend(&self, updates: &[SpendSnapshot]) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         for u in updates {
+            if let Some((token, model)) = model_spend_target(&u.scope) {
+                sqlx::query("UPDATE \"LiteLLM_VerificationToken\" SET \"model_spend\" = (CASE WHEN jsonb_typeof(\"model_spend\") = 'object' THEN \"model_spend\" ELSE '{}'::jsonb END) || jsonb_build_object($1::text, $2::float8) WHERE \"token\" = $3")
+                    .bind(model)
+                    .bind(u.spend)
+                    .bind(token)
+                    .execute(&mut *tx)
+                    .await?;
+                continue;
+            }
             let Some(target) = spend_target(&u.scope) else {
                 continue;
             };

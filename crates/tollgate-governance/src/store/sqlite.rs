@@ -12,7 +12,9 @@ use super::entities::*;
 use super::models::{self, ProxyModel};
 use super::schema::{self, Dialect, TABLES, Table};
 use super::secret_box::SecretBox;
-use super::{GovernanceStore, Snapshot, SpendLogFilter, StoreError, spend_target};
+use super::{
+    GovernanceStore, Snapshot, SpendLogFilter, StoreError, model_spend_target, spend_target,
+};
 use crate::admission::SpendSnapshot;
 
 /// SQLite-backed [`GovernanceStore`].
@@ -354,6 +356,15 @@ impl GovernanceStore for SqliteStore {
     async fn write_spend(&self, updates: &[SpendSnapshot]) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         for u in updates {
+            if let Some((token, model)) = model_spend_target(&u.scope) {
+                sqlx::query("UPDATE \"LiteLLM_VerificationToken\" SET \"model_spend\" = json_patch(CASE WHEN json_valid(\"model_spend\") AND json_type(\"model_spend\") = 'object' THEN \"model_spend\" ELSE '{}' END, json_object(?, ?)) WHERE \"token\" = ?")
+                    .bind(model)
+                    .bind(u.spend)
+                    .bind(token)
+                    .execute(&mut *tx)
+                    .await?;
+                continue;
+            }
             let Some(target) = spend_target(&u.scope) else {
                 continue;
             };

@@ -19,7 +19,7 @@ use arc_swap::ArcSwap;
 use tollgate_config::{Config, ModelEntry};
 use tollgate_governance::admission::{AdmissionConfig, Limits};
 use tollgate_governance::pricing::{ModelPrice, PriceOverrides, PriceTable};
-use tollgate_governance::runtime::{AccessGroups, Governance, GovernanceOptions};
+use tollgate_governance::runtime::{AccessGroups, EndUserDefault, Governance, GovernanceOptions};
 use tollgate_governance::store::WriteBehind;
 use tollgate_providers::Deployment;
 
@@ -93,6 +93,14 @@ impl Gate {
         }
         let store = choice.open().await?;
         let gov = Arc::new(Governance::open(store, prices, options(config)).await?);
+        if let Some(id) = &gov.options().end_user_default.budget_id
+            && !gov.cache().read().budgets.contains_key(id)
+        {
+            tracing::warn!(
+                budget_id = %id,
+                "litellm_settings.max_end_user_budget_id names no budget tier yet; create it with /budget/new (until then only max_end_user_budget applies)"
+            );
+        }
         let write_behind = Arc::new(gov.write_behind(WRITE_BATCH));
         let pricing = config
             .model_list
@@ -164,6 +172,12 @@ fn options(config: &Config) -> GovernanceOptions {
             max_budget: ls.max_budget,
             budget_duration: ls.budget_duration.as_deref().and_then(|d| d.parse().ok()),
             ..Limits::default()
+        },
+        end_user_default: EndUserDefault {
+            max_budget: ls
+                .max_end_user_budget
+                .filter(|b| b.is_finite() && *b >= 0.0),
+            budget_id: ls.max_end_user_budget_id.clone().filter(|s| !s.is_empty()),
         },
         access_groups: access_groups(&config.model_list),
         spend_logs: config.general_settings.disable_spend_logs != Some(true),

@@ -1,0 +1,207 @@
+//! Per-model budgets of a key: `model_max_budget`, in both shapes LiteLLM's `/key/generate`
+//! accepts, and the per-model rate limits kept in its `metadata`.
+//!
+//! | entry | budget | window |
+//! |---|---|---|
+//! | `{"gpt-4o": 1.0}` | 1.0 USD | none: the model's spend on the key never resets (LiteLLM's original `model_max_budget`, checked against the key's `model_spend`) |
+//! | `{"gpt-4o": {"budget_limit": 1.0, "time_period": "1d"}}` | 1.0 USD | `time_period`, a budget duration (LiteLLM's `BudgetConfig`; `_PROXY_VirtualKeyModelMaxBudgetLimiter`) |
+//!
+//! `max_budget` / `budget_duration` are accepted for `budget_limit` / `time_period` (the field
+//! names of LiteLLM's `BudgetConfig`, whose aliases the API shows). The key of an entry is the
+//! model group the request names (`model`), as LiteLLM keys the limiter's counters on the
+//! model group. Entries are enforced on the `model_per_key` scope; the model's spend in its
+//! window is kept in the key's `model_spend` column (`{"gpt-4o": <USD>}`).
+
+use serde_json::Value;
+
+use crate::admission::Limits;
+use crate::duration::BudgetDuration;
+
+/// Why a `model_max_budget` entry is refused (400 on the management API).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelBudgetError {
+    /// Neither a number nor an object.
+    #[error(
+        "Invalid model_max_budget[{0}]: expected a number (USD) or {{\"budget_limit\": <USD>, \"time_period\": \"<duration>\"}}"
+    )]
+    Shape(String),
+    /// `budget_limit` is not a non-negative number.
+    #[error("Invalid model_max_budget[{0}].budget_limit: expected a number >= 0 (USD)")]
+    Limit(String),
+    /// `time_period` is not a duration.
+    #[error(
+        "Invalid model_max_budget[{0}].time_period: expected a duration such as \"30s\", \"1h\", \"1d\", \"1mo\""
+    )]
+    Period(String),
+}
+
+/// One parsed `model_max_budget` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ModelBudget {
+    /// Cap, USD; `None` = no cap (an object without `budget_limit`).
+    pub max_budget: Option<f64>,
+    /// Window; `None` = the spend never resets.
+    pub duration: Option<BudgetDuration>,
+}
+
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        // LiteLLM's CRUD endpoints accept the limit as a numeric string too
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+impl ModelBudget {
+    /// Parses the entry of `model`. Errors: [`ModelBudgetError`].
+    pub fn parse(model: &str, v: &Value) -> Result<ModelBudget, ModelBudgetError> {
+        let limit = |x: &Value| match x {
+            Value::Null => Ok(None),
+            x => number(x)
+                .filter(|b| b.is_finite() && *b >= 0.0)
+                .map(Some)
+                .ok_or_else(|| ModelBudgetError::Limit(model.to_owned())),
+        };
+        match v {
+            Value::Object(o) => {
+                let max_budget = match o.get("budget_limit").or_else(|| o.get("max_budget")) {
+                    None => None,
+                    Some(x) => limit(x)?,
+                };
+                let duration = match o.get("time_period").or_else(|| o.get("budget_duration")) {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(
+                        s.parse::<BudgetDuration>()
+                            .map_err(|_| ModelBudgetError::Period(model.to_owned()))?,
+                    ),
+                    Some(_) => return Err(ModelBudgetError::Period(model.to_owned())),
+                };
+                Ok(ModelBudget {
+                    max_budget,
+                    duration,
+                })
+            }
+            Value::Number(_) => Ok(ModelBudget {
+                max_budget: limit(v)?,
+                duration: None,
+            }),
+            _ => Err(ModelBudgetError::Shape(model.to_owned())),
+        }
+    }
+
+    /// The entry for `model` in a `model_max_budget` map, if any and valid (an invalid stored
+    /// entry is ignored, as LiteLLM's limiter skips entries it cannot validate).
+    pub fn of(model_max_budget: &Value, model: &str) -> Option<ModelBudget> {
+        let v = model_max_budget.as_object()?.get(model)?;
+        ModelBudget::parse(model, v).ok()
+    }
+}
+
+/// Checks every entry of a `model_max_budget` map. Errors: the first bad entry.
+pub fn validate_model_max_budget(
+    m: &serde_json::Map<String, Value>,
+) -> Result<(), ModelBudgetError> {
+    for (model, v) in m {
+        ModelBudget::parse(model, v)?;
+    }
+    Ok(())
+}
+
+/// The per-model limits of `model` from a key's `model_max_budget` and its `metadata`
+/// (`model_rpm_limit` / `model_tpm_limit` maps), or `None` when neither names it. On the
+/// request path: a few map lookups, nothing allocated unless the model has limits.
+pub fn model_limits_for(model_max_budget: &Value, metadata: &Value, model: &str) -> Option<Limits> {
+    let budget = ModelBudget::of(model_max_budget, model);
+    let rate = |field: &str| {
+        metadata
+            .get(field)
+            .and_then(|m| m.get(model))
+            .and_then(Value::as_u64)
+    };
+    let rpm = rate("model_rpm_limit");
+    let tpm = rate("model_tpm_limit");
+    if budget.is_none() && rpm.is_none() && tpm.is_none() {
+        return None;
+    }
+    let b = budget.unwrap_or_default();
+    Some(Limits {
+        max_budget: b.max_budget,
+        budget_duration: b.duration,
+        rpm_limit: rpm,
+        tpm_limit: tpm,
+        max_parallel_requests: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn both_litellm_shapes_and_the_field_names() {
+        let plain = ModelBudget::parse("gpt-4o", &json!(1.0)).unwrap();
+        assert_eq!(
+            plain,
+            ModelBudget {
+                max_budget: Some(1.0),
+                duration: None
+            }
+        );
+        let windowed =
+            ModelBudget::parse("m", &json!({"budget_limit": 0.5, "time_period": "1d"})).unwrap();
+        assert_eq!(windowed.max_budget, Some(0.5));
+        assert_eq!(windowed.duration, Some(BudgetDuration::Days(1)));
+        let names =
+            ModelBudget::parse("m", &json!({"max_budget": 2, "budget_duration": "1h"})).unwrap();
+        assert_eq!(names.max_budget, Some(2.0));
+        assert_eq!(names.duration, Some(BudgetDuration::Hours(1)));
+        let text = ModelBudget::parse("m", &json!({"budget_limit": "0.25"})).unwrap();
+        assert_eq!((text.max_budget, text.duration), (Some(0.25), None));
+    }
+
+    #[test]
+    fn bad_entries_name_the_model_and_the_field() {
+        let e = ModelBudget::parse("gpt-4o", &json!("lots")).unwrap_err();
+        assert_eq!(e, ModelBudgetError::Shape("gpt-4o".into()));
+        assert!(
+            e.to_string()
+                .starts_with("Invalid model_max_budget[gpt-4o]")
+        );
+        assert_eq!(
+            ModelBudget::parse("m", &json!(-1)).unwrap_err(),
+            ModelBudgetError::Limit("m".into())
+        );
+        assert_eq!(
+            ModelBudget::parse("m", &json!({"budget_limit": 1, "time_period": "1 day"}))
+                .unwrap_err(),
+            ModelBudgetError::Period("m".into())
+        );
+        assert_eq!(
+            ModelBudget::parse("m", &json!({"budget_limit": true})).unwrap_err(),
+            ModelBudgetError::Limit("m".into())
+        );
+        let m = json!({"ok": 1, "bad": [1]});
+        assert_eq!(
+            validate_model_max_budget(m.as_object().unwrap()).unwrap_err(),
+            ModelBudgetError::Shape("bad".into())
+        );
+    }
+
+    #[test]
+    fn limits_for_one_model_merge_budget_and_rates() {
+        let mmb = json!({"gpt-4o": {"budget_limit": 1.0, "time_period": "1d"}, "cheap": 0.1});
+        let meta = json!({"model_rpm_limit": {"gpt-4o": 5, "other": 7}});
+        let l = model_limits_for(&mmb, &meta, "gpt-4o").unwrap();
+        assert_eq!(l.max_budget, Some(1.0));
+        assert_eq!(l.budget_duration, Some(BudgetDuration::Days(1)));
+        assert_eq!((l.rpm_limit, l.tpm_limit), (Some(5), None));
+        let l = model_limits_for(&mmb, &meta, "cheap").unwrap();
+        assert_eq!((l.max_budget, l.budget_duration), (Some(0.1), None));
+        let l = model_limits_for(&mmb, &meta, "other").unwrap();
+        assert_eq!((l.max_budget, l.rpm_limit), (None, Some(7)));
+        assert_eq!(model_limits_for(&mmb, &meta, "none"), None);
+        assert_eq!(model_limits_for(&json!({}), &json!({}), "gpt-4o"), None);
+    }
+}
