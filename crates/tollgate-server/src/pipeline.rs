@@ -881,7 +881,7 @@ async fn attempt_once(
                     })))
                 }
                 Relay::Translate(pair) => {
-                    let t = stream_translator(pair, req, created, &ctx);
+                    let t = stream_translator(pair, req, created, &ctx, call_id);
                     match (pair, client_request) {
                         (Pair::ResponsesToChat | Pair::ResponsesToAnthropic, Some(cr)) => {
                             let store = Arc::clone(&state.responses);
@@ -943,7 +943,7 @@ async fn attempt_once(
             let resp = match relay {
                 Relay::Pass(_) => Ok(relay_body(status, &up, body, dialect)),
                 Relay::Translate(pair) if status.is_success() => {
-                    translate_response(pair, &body, created, &ctx)
+                    translate_response(pair, &body, created, &ctx, call_id)
                         .map(|v| {
                             if matches!(pair, Pair::ResponsesToChat | Pair::ResponsesToAnthropic) {
                                 store_response(
@@ -1255,13 +1255,14 @@ fn translate_response(
     body: &[u8],
     created: u64,
     ctx: &ResponseContext<'_>,
+    call_id: &str,
 ) -> Result<Value, TranslateError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| TranslateError::InvalidResponse(format!("not JSON: {e}")))?;
     let out = match pair {
         Pair::ChatToAnthropic => chat_to_anthropic::response(&v, created)?,
         Pair::CompletionsToAnthropic => completions_to_anthropic::response(&v, created)?,
-        Pair::MessagesToChat => anthropic_to_chat::response(&v)?,
+        Pair::MessagesToChat => anthropic_to_chat::response(&v, call_id)?,
         Pair::ResponsesToChat => responses_to_chat::response(&v, ctx)?,
         Pair::ResponsesToAnthropic => responses_to_anthropic::response(&v, ctx)?,
     };
@@ -1273,6 +1274,7 @@ fn stream_translator(
     req: &ParsedRequest<'_>,
     created: u64,
     ctx: &ResponseContext<'_>,
+    call_id: &str,
 ) -> Translated {
     Translated::new(match pair {
         Pair::ChatToAnthropic => Box::new(chat_to_anthropic::StreamTranslator::new(
@@ -1286,7 +1288,7 @@ fn stream_translator(
             req.include_usage,
             created,
         )),
-        Pair::MessagesToChat => Box::new(anthropic_to_chat::StreamTranslator::new()),
+        Pair::MessagesToChat => Box::new(anthropic_to_chat::StreamTranslator::new(call_id)),
         Pair::ResponsesToChat => Box::new(responses_to_chat::StreamTranslator::new(ctx)),
         Pair::ResponsesToAnthropic => Box::new(responses_to_anthropic::StreamTranslator::new(ctx)),
     })

@@ -15,7 +15,7 @@
 //!
 //! Shared pieces: [`usage::Usage`] (normalized token counts), [`errors`] (upstream errors in the
 //! client's dialect), [`options::RequestOptions`], [`images`] (image URLs ⇄ Anthropic image
-//! sources).
+//! sources), [`ids`] (response ids in the client's dialect).
 //!
 //! A stream is translated by framing upstream bytes with [`tollgate_protocol::SseFramer`] and
 //! feeding each event; the output is ready-to-send SSE bytes in the client's dialect:
@@ -61,6 +61,7 @@ pub mod completions_to_anthropic;
 pub mod completions_to_chat;
 mod error;
 pub mod errors;
+pub mod ids;
 pub mod images;
 pub mod options;
 pub mod responses_to_anthropic;

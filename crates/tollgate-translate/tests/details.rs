@@ -1,12 +1,15 @@
-//! End-user ids, images and `cache_control` across every dialect pair.
+//! End-user ids, images, `cache_control` and response ids across every dialect pair.
 
 mod common;
 
+use common::*;
 use serde_json::{Value, json};
-use tollgate_translate::responses_to_chat;
+use tollgate_translate::responses_to_chat::{self, ResponseContext};
 use tollgate_translate::{
     RequestOptions, anthropic_to_chat, chat_to_anthropic, responses_to_anthropic,
 };
+
+const CALL_ID: &str = "5f0e8a52-3c1b-4d2e-9a7f-6b8c9d0e1f2a";
 
 fn opts() -> RequestOptions {
     RequestOptions::default()
@@ -178,4 +181,74 @@ fn cache_control_from_responses_reaches_anthropic_only() {
         json!({"role":"developer","content":[
         {"type":"text","text":"rules"},{"type":"text","text":"more"}]})
     );
+}
+
+#[test]
+fn message_ids_are_anthropic_and_the_same_streamed_or_not() {
+    let chat = fixture("openai/chat/text.response.json");
+    let unary = anthropic_to_chat::response(&chat, CALL_ID).unwrap();
+    let id = unary["id"].as_str().unwrap().to_owned();
+    assert_eq!(id, "msg_mockText001");
+    let streamed = run_pieces(
+        &mut anthropic_to_chat::StreamTranslator::new(CALL_ID),
+        &[&fixture_bytes("openai/chat/text.stream.sse")],
+    );
+    let text = String::from_utf8(streamed).unwrap();
+    assert!(
+        text.contains(&format!(r#""message":{{"id":"{id}""#)),
+        "{text}"
+    );
+    assert!(!text.contains("chatcmpl-"));
+
+    // An upstream without ids: the call id, in both forms.
+    let mut bare = chat.clone();
+    bare.as_object_mut().unwrap().remove("id");
+    let unary = anthropic_to_chat::response(&bare, CALL_ID).unwrap();
+    assert_eq!(unary["id"], "msg_5f0e8a523c1b4d2e9a7f6b8c9d0e1f2a");
+    let chunk = br#"data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}
+
+data: [DONE]
+
+"#;
+    let out = run_pieces(
+        &mut anthropic_to_chat::StreamTranslator::new(CALL_ID),
+        &[chunk],
+    );
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains(r#""id":"msg_5f0e8a523c1b4d2e9a7f6b8c9d0e1f2a""#),
+        "{text}"
+    );
+}
+
+#[test]
+fn responses_ids_come_from_the_context_in_both_forms() {
+    let req = fixture("openai/responses/text.request.json");
+    let ctx = ResponseContext {
+        response_id: "resp_5f0e8a523c1b4d2e9a7f6b8c9d0e1f2a",
+        created_at: 1,
+        completed_at: 2,
+        request: &req,
+    };
+    let unary =
+        responses_to_chat::response(&fixture("openai/chat/text.response.json"), &ctx).unwrap();
+    assert_eq!(unary["id"], ctx.response_id);
+    assert_eq!(
+        unary["output"][0]["id"],
+        "msg_5f0e8a523c1b4d2e9a7f6b8c9d0e1f2a"
+    );
+    let out = run_pieces(
+        &mut responses_to_chat::StreamTranslator::new(&ctx),
+        &[&fixture_bytes("openai/chat/text.stream.sse")],
+    );
+    let text = String::from_utf8(out).unwrap();
+    assert!(!text.contains("chatcmpl-"), "{text}");
+    let completed = text
+        .split("\n\n")
+        .find(|e| e.contains("response.completed"))
+        .and_then(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .unwrap();
+    assert_eq!(completed["response"]["id"], ctx.response_id);
+    assert_eq!(completed["response"]["output"], unary["output"]);
 }
