@@ -945,6 +945,10 @@ async fn attempt_once(
                 Relay::Translate(pair) if status.is_success() => {
                     translate_response(pair, &body, created, &ctx, call_id)
                         .map(|v| {
+                            // The spend log keys the call by the id the client saw.
+                            if record.charge.is_some() {
+                                record.response_id = v["id"].as_str().map(str::to_owned);
+                            }
                             if matches!(pair, Pair::ResponsesToChat | Pair::ResponsesToAnthropic) {
                                 store_response(
                                     state.responses.as_ref(),
