@@ -796,6 +796,7 @@ async fn attempt_once(
                 &dep.defaults,
                 dep.provider.unsupported_fields,
                 kind == Passthrough::OpenAi,
+                endpoint == Endpoint::Messages && kind == Passthrough::Anthropic,
                 &mut out,
             );
             (path, Bytes::from(out), Relay::Pass(kind))
