@@ -151,7 +151,7 @@ async fn run(
         Some(gate) if endpoint != Endpoint::CountTokens => Some(Governed {
             gate,
             principal,
-            end_user: facts::end_user(headers, &req),
+            end_user: facts::end_user(headers, &req, gate.end_user_header.as_ref()),
             tags: facts::tags(headers, &req),
             prompt_tokens: None,
             max_output: facts::max_output_tokens(&req, endpoint),
