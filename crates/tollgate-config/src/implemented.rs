@@ -50,9 +50,11 @@ pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] = &[
     "max_end_user_budget_id",
 ];
 
-/// `general_settings` keys acted on (`litellm_key_header_name`: tollgate-server auth).
+/// `general_settings` keys acted on (`litellm_key_header_name`: tollgate-server auth;
+/// `user_header_name`: the end user, tollgate-server `gate/facts.rs`).
 pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] = &[
     "master_key",
+    "user_header_name",
     "max_request_size_mb",
     "max_response_size_mb",
     "litellm_key_header_name",

@@ -110,6 +110,11 @@ pub struct GeneralSettings {
     /// Custom header carrying the virtual key, instead of `Authorization`.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub litellm_key_header_name: Option<String>,
+    /// Header naming the end user (LiteLLM's `user_header_name`, e.g. Open WebUI's
+    /// `X-OpenWebUI-User-Id`): read after `x-litellm-customer-id` / `x-litellm-end-user-id` and
+    /// before the body's `user`.
+    #[serde(default, deserialize_with = "lenient::opt_string")]
+    pub user_header_name: Option<String>,
     /// Spend flush interval, seconds (default 10).
     #[serde(default, deserialize_with = "lenient::opt_f64")]
     pub proxy_batch_write_at: Option<f64>,

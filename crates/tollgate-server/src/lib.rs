@@ -10,6 +10,7 @@
 //! URLs to handlers; [`service`] serves the inference routes directly and the rest through the
 //! router; [`serve`] runs the listener with graceful shutdown.
 
+pub mod anthropic_metadata;
 pub mod auth;
 pub mod check_config;
 pub mod errors;

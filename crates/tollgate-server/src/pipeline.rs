@@ -149,7 +149,7 @@ async fn run(
         Some(gate) if endpoint != Endpoint::CountTokens => Some(Governed {
             gate,
             principal,
-            end_user: facts::end_user(headers, &req),
+            end_user: facts::end_user(headers, &req, gate.end_user_header.as_ref()),
             tags: facts::tags(headers, &req),
             prompt_tokens: None,
             max_output: facts::max_output_tokens(&req, endpoint),
@@ -797,6 +797,7 @@ async fn attempt_once(
                 &dep.defaults,
                 dep.provider.unsupported_fields,
                 kind == Passthrough::OpenAi,
+                endpoint == Endpoint::Messages && kind == Passthrough::Anthropic,
                 &mut out,
             );
             (path, Bytes::from(out), Relay::Pass(kind))
@@ -883,7 +884,7 @@ async fn attempt_once(
                     })))
                 }
                 Relay::Translate(pair) => {
-                    let t = stream_translator(pair, req, created, &ctx);
+                    let t = stream_translator(pair, req, created, &ctx, call_id);
                     match (pair, client_request) {
                         (Pair::ResponsesToChat | Pair::ResponsesToAnthropic, Some(cr)) => {
                             let store = Arc::clone(&state.responses);
@@ -945,8 +946,12 @@ async fn attempt_once(
             let resp = match relay {
                 Relay::Pass(_) => Ok(relay_body(status, &up, body, dialect)),
                 Relay::Translate(pair) if status.is_success() => {
-                    translate_response(pair, &body, created, &ctx)
+                    translate_response(pair, &body, created, &ctx, call_id)
                         .map(|v| {
+                            // The spend log keys the call by the id the client saw.
+                            if record.charge.is_some() {
+                                record.response_id = v["id"].as_str().map(str::to_owned);
+                            }
                             if matches!(pair, Pair::ResponsesToChat | Pair::ResponsesToAnthropic) {
                                 store_response(
                                     state.responses.as_ref(),
@@ -1264,13 +1269,14 @@ fn translate_response(
     body: &[u8],
     created: u64,
     ctx: &ResponseContext<'_>,
+    call_id: &str,
 ) -> Result<Value, TranslateError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| TranslateError::InvalidResponse(format!("not JSON: {e}")))?;
     let out = match pair {
         Pair::ChatToAnthropic => chat_to_anthropic::response(&v, created)?,
         Pair::CompletionsToAnthropic => completions_to_anthropic::response(&v, created)?,
-        Pair::MessagesToChat => anthropic_to_chat::response(&v)?,
+        Pair::MessagesToChat => anthropic_to_chat::response(&v, call_id)?,
         Pair::ResponsesToChat => responses_to_chat::response(&v, ctx)?,
         Pair::ResponsesToAnthropic => responses_to_anthropic::response(&v, ctx)?,
     };
@@ -1282,6 +1288,7 @@ fn stream_translator(
     req: &ParsedRequest<'_>,
     created: u64,
     ctx: &ResponseContext<'_>,
+    call_id: &str,
 ) -> Translated {
     Translated::new(match pair {
         Pair::ChatToAnthropic => Box::new(chat_to_anthropic::StreamTranslator::new(
@@ -1295,7 +1302,7 @@ fn stream_translator(
             req.include_usage,
             created,
         )),
-        Pair::MessagesToChat => Box::new(anthropic_to_chat::StreamTranslator::new()),
+        Pair::MessagesToChat => Box::new(anthropic_to_chat::StreamTranslator::new(call_id)),
         Pair::ResponsesToChat => Box::new(responses_to_chat::StreamTranslator::new(ctx)),
         Pair::ResponsesToAnthropic => Box::new(responses_to_anthropic::StreamTranslator::new(ctx)),
     })

@@ -206,21 +206,35 @@ impl<'a> ParsedRequest<'a> {
 
     /// Writes the upstream body: `model` rewritten, gateway-only and provider-unsupported
     /// fields removed, deployment defaults added, and (for streams whose client did not ask)
-    /// `stream_options.include_usage` forced on so usage is always captured.
+    /// `stream_options.include_usage` forced on so usage is always captured. With
+    /// `anthropic_metadata` (Messages to an Anthropic deployment) `metadata` is Anthropic's own
+    /// field: its `user_id` is forwarded, nothing else ([`crate::anthropic_metadata`]).
     pub fn upstream_body(
         &self,
         upstream_model: &str,
         defaults: &[(String, String)],
         unsupported: &[&str],
         force_stream_usage: bool,
+        anthropic_metadata: bool,
         out: &mut Vec<u8>,
     ) {
         let model_json = json_string(upstream_model);
+        let metadata = anthropic_metadata
+            .then(|| self.body.get("metadata"))
+            .flatten()
+            .and_then(crate::anthropic_metadata::forwarded);
         let mut remove: Vec<&str> =
             Vec::with_capacity(GATEWAY_ONLY_FIELDS.len() + unsupported.len());
-        remove.extend_from_slice(GATEWAY_ONLY_FIELDS);
+        remove.extend(
+            GATEWAY_ONLY_FIELDS
+                .iter()
+                .filter(|f| metadata.is_none() || **f != "metadata"),
+        );
         remove.extend_from_slice(unsupported);
         let mut replace: Vec<(&str, &str)> = vec![("model", model_json.as_str())];
+        if let Some(m) = &metadata {
+            replace.push(("metadata", m.as_str()));
+        }
         let mut append: Vec<(&str, &str)> = defaults
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -318,12 +332,34 @@ mod tests {
             ],
             &[],
             true,
+            false,
             &mut out,
         );
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"model":"gpt-4o-2024","messages":[{"role":"user","content":"hi"}],"brand_new_param":{"a":1},"user":"u","temperature":0.1,"seed":42}"#
         );
+    }
+
+    #[test]
+    fn anthropic_metadata_keeps_only_user_id() {
+        let raw = br#"{"model":"claude","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"metadata":{"user_id":"u-1","tags":["t"],"trace_id":"x"}}"#;
+        let p = ParsedRequest::parse(raw, Endpoint::Messages).unwrap();
+        let body = |anthropic: bool| {
+            let mut out = Vec::new();
+            p.upstream_body("claude-x", &[], &[], false, anthropic, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            body(true),
+            r#"{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"metadata":{"user_id":"u-1"}}"#
+        );
+        assert!(!body(false).contains("metadata"));
+        let raw = br#"{"model":"claude","max_tokens":5,"messages":[{}],"metadata":{"tags":["t"]}}"#;
+        let p = ParsedRequest::parse(raw, Endpoint::Messages).unwrap();
+        let mut out = Vec::new();
+        p.upstream_body("claude-x", &[], &[], false, true, &mut out);
+        assert!(!String::from_utf8(out).unwrap().contains("metadata"));
     }
 
     #[test]
@@ -375,7 +411,7 @@ mod tests {
         let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
         assert!(p.stream && !p.include_usage);
         let mut out = Vec::new();
-        p.upstream_body("m", &[], &[], true, &mut out);
+        p.upstream_body("m", &[], &[], true, false, &mut out);
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true}}"#
@@ -383,7 +419,7 @@ mod tests {
         let raw = br#"{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":false,"include_obfuscation":false}}"#;
         let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
         let mut out = Vec::new();
-        p.upstream_body("m", &[], &[], true, &mut out);
+        p.upstream_body("m", &[], &[], true, false, &mut out);
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"model":"m","messages":[{}],"stream":true,"stream_options":{"include_usage":true,"include_obfuscation":false}}"#

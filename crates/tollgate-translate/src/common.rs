@@ -30,14 +30,6 @@ pub fn stop_reason_from_finish_reason(finish_reason: &str, saw_tool_call: bool) 
     }
 }
 
-/// Splits `data:<media type>;base64,<data>` into `(media type, data)`.
-pub fn parse_data_url(url: &str) -> Option<(&str, &str)> {
-    let rest = url.strip_prefix("data:")?;
-    let (meta, data) = rest.split_once(',')?;
-    let media_type = meta.strip_suffix(";base64")?;
-    Some((media_type, data))
-}
-
 /// The request as a JSON object, or a 400.
 pub fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, TranslateError> {
     v.as_object()
@@ -47,16 +39,6 @@ pub fn object<'a>(v: &'a Value, what: &str) -> Result<&'a Map<String, Value>, Tr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn data_urls() {
-        assert_eq!(
-            parse_data_url("data:image/png;base64,AAAA"),
-            Some(("image/png", "AAAA"))
-        );
-        assert_eq!(parse_data_url("https://x/y.png"), None);
-        assert_eq!(parse_data_url("data:text/plain,hi"), None);
-    }
 
     #[test]
     fn reasons() {

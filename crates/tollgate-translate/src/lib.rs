@@ -14,7 +14,8 @@
 //!   (one prompt → one user message), the latter chained through [`chat_to_anthropic`].
 //!
 //! Shared pieces: [`usage::Usage`] (normalized token counts), [`errors`] (upstream errors in the
-//! client's dialect), [`options::RequestOptions`].
+//! client's dialect), [`options::RequestOptions`], [`images`] (image URLs ⇄ Anthropic image
+//! sources), [`ids`] (response ids in the client's dialect).
 //!
 //! A stream is translated by framing upstream bytes with [`tollgate_protocol::SseFramer`] and
 //! feeding each event; the output is ready-to-send SSE bytes in the client's dialect:
@@ -60,14 +61,17 @@ pub mod completions_to_anthropic;
 pub mod completions_to_chat;
 mod error;
 pub mod errors;
+pub mod ids;
+pub mod images;
 pub mod options;
 pub mod responses_to_anthropic;
 pub mod responses_to_chat;
 mod sse_out;
 pub mod usage;
 
-pub use common::{finish_reason_from_stop_reason, parse_data_url, stop_reason_from_finish_reason};
+pub use common::{finish_reason_from_stop_reason, stop_reason_from_finish_reason};
 pub use error::TranslateError;
+pub use images::parse_data_url;
 pub use options::RequestOptions;
 pub use usage::Usage;
 

@@ -16,7 +16,10 @@ use crate::{RequestOptions, StreamOutcome, TranslateError, chat_to_anthropic, re
 
 /// Responses request → Anthropic Messages request. `history` as for
 /// [`responses_to_chat::request`]; `opts` apply to the Anthropic side (`upstream_model`,
-/// `default_max_tokens`). Errors from either step.
+/// `default_max_tokens`). `cache_control` on input items, content parts and function tools
+/// reaches Anthropic where the client put it (`ttl` included); `user` becomes
+/// `metadata.user_id`; images as for [`chat_to_anthropic::request`], an unusable one a 400 naming
+/// the Responses field (`input[i].content[j].image_url`). Errors from either step.
 pub fn request(
     req: &Value,
     opts: &RequestOptions,

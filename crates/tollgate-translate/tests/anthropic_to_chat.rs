@@ -8,6 +8,9 @@ use tollgate_translate::anthropic_to_chat::{StreamTranslator, request, response}
 use tollgate_translate::options::MaxTokensField;
 use tollgate_translate::{RequestOptions, StreamOutcome};
 
+/// The gateway call id the translators are given (message ids derive from the upstream id).
+const CALL_ID: &str = "5f0e8a52-3c1b-4d2e-9a7f-6b8c9d0e1f2a";
+
 #[test]
 fn golden_requests() {
     let opts = RequestOptions::default();
@@ -68,7 +71,11 @@ fn image_in_tool_result_reaches_openai_upstream() {
 #[test]
 fn golden_responses() {
     for name in ["text", "tools", "unicode", "n2_logprobs"] {
-        let out = response(&fixture(&format!("openai/chat/{name}.response.json"))).unwrap();
+        let out = response(
+            &fixture(&format!("openai/chat/{name}.response.json")),
+            CALL_ID,
+        )
+        .unwrap();
         check_json(&format!("anthropic_to_chat/{name}.response.json"), &out);
     }
 }
@@ -107,7 +114,7 @@ fn stream_inputs() -> Vec<(String, Vec<u8>)> {
 #[test]
 fn golden_streams_and_every_split() {
     for (name, input) in stream_inputs() {
-        let out = run_all_splits(StreamTranslator::new, &input);
+        let out = run_all_splits(|| StreamTranslator::new(CALL_ID), &input);
         check_bytes(&format!("anthropic_to_chat/{name}.stream.sse"), &out);
     }
 }
@@ -172,7 +179,7 @@ fn assemble(sse: &[u8]) -> (Vec<(String, Value)>, Option<String>, Option<Value>)
 #[test]
 fn b14_empty_tool_calls_array_is_text() {
     let out = run_pieces(
-        &mut StreamTranslator::new(),
+        &mut StreamTranslator::new(CALL_ID),
         &[&case_bytes("openai/b14_empty_tool_calls.stream.sse")],
     );
     let (blocks, stop, _) = assemble(&out);
@@ -183,7 +190,7 @@ fn b14_empty_tool_calls_array_is_text() {
 
 #[test]
 fn b15_fragments_concatenate_to_full_input() {
-    let mut t = StreamTranslator::new();
+    let mut t = StreamTranslator::new(CALL_ID);
     let out = run_pieces(
         &mut t,
         &[&case_bytes("openai/b15_whole_args_reasoning.stream.sse")],
@@ -204,7 +211,7 @@ fn b15_fragments_concatenate_to_full_input() {
 
     // The fixture's fragments split mid-key and mid-value.
     let out = run_pieces(
-        &mut StreamTranslator::new(),
+        &mut StreamTranslator::new(CALL_ID),
         &[&fixture_bytes("openai/chat/tools.stream.sse")],
     );
     let (blocks, stop, _) = assemble(&out);
@@ -221,13 +228,13 @@ fn b15_fragments_concatenate_to_full_input() {
     );
     assert_eq!(stop.as_deref(), Some("tool_use"));
     // Streaming and non-streaming give the same tool input.
-    let full = response(&fixture("openai/chat/tools.response.json")).unwrap();
+    let full = response(&fixture("openai/chat/tools.response.json"), CALL_ID).unwrap();
     assert_eq!(full["content"][0]["input"], blocks[0].1);
 }
 
 #[test]
 fn b17_mixed_text_and_tool_ends_with_tool_use() {
-    let mut t = StreamTranslator::new();
+    let mut t = StreamTranslator::new(CALL_ID);
     let out = run_pieces(
         &mut t,
         &[&case_bytes("openai/b17_text_then_tool.stream.sse")],
@@ -248,7 +255,7 @@ fn b17_mixed_text_and_tool_ends_with_tool_use() {
 
 #[test]
 fn midstream_error_and_truncation() {
-    let mut t = StreamTranslator::new();
+    let mut t = StreamTranslator::new(CALL_ID);
     let out = run_pieces(
         &mut t,
         &[&fixture_bytes("openai/chat/midstream_error.stream.sse")],
@@ -269,8 +276,8 @@ fn midstream_error_and_truncation() {
         .find("\"finish_reason\":\"stop\"")
         .unwrap();
     let cut = input[..cut].iter().rposition(|b| *b == b'\n').unwrap() + 1;
-    let mut t = StreamTranslator::new();
-    let out = run_all_splits(StreamTranslator::new, &input[..cut]);
+    let mut t = StreamTranslator::new(CALL_ID);
+    let out = run_all_splits(|| StreamTranslator::new(CALL_ID), &input[..cut]);
     run_pieces(&mut t, &[&input[..cut]]);
     assert_eq!(t.outcome(), StreamOutcome::Truncated);
     assert_eq!(events(&out).pop().unwrap().0.as_deref(), Some("error"));

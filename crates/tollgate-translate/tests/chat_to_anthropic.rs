@@ -406,8 +406,8 @@ fn unicode_stream_at_the_fixture_flush_offsets() {
         } else {
             use tollgate_translate::anthropic_to_chat::StreamTranslator as A;
             (
-                run_pieces(&mut A::new(), &[&bytes]),
-                run_pieces(&mut A::new(), &pieces),
+                run_pieces(&mut A::new("call-1"), &[&bytes]),
+                run_pieces(&mut A::new("call-1"), &pieces),
             )
         };
         assert_eq!(whole, split, "{input}");

@@ -10,6 +10,8 @@ use tollgate_translate::{
     StreamOutcome, anthropic_to_chat, chat_to_anthropic, completions_to_chat, responses_to_chat,
 };
 
+const CALL_ID: &str = "5f0e8a52-3c1b-4d2e-9a7f-6b8c9d0e1f2a";
+
 const ODD: [&str; 12] = [
     "",
     "[DONE",
@@ -46,7 +48,7 @@ fn odd_events_never_panic_and_streams_end_visibly() {
         );
 
         let mut out = BytesMut::new();
-        let mut b = anthropic_to_chat::StreamTranslator::new();
+        let mut b = anthropic_to_chat::StreamTranslator::new(CALL_ID);
         let _ = b.feed_str(None, data, &mut out);
         b.finish(&mut out);
         assert_ne!(b.outcome(), StreamOutcome::Completed, "{data}");
@@ -95,7 +97,7 @@ fn empty_finish_reason_does_not_end_the_message() {
         "data: {\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
         "data: [DONE]\n\n",
     );
-    let mut t = anthropic_to_chat::StreamTranslator::new();
+    let mut t = anthropic_to_chat::StreamTranslator::new(CALL_ID);
     let out = run_pieces(&mut t, &[input.as_bytes()]);
     let evs: Vec<Value> = json_events(&out);
     let starts = evs
@@ -115,7 +117,7 @@ fn content_as_an_array_of_parts_is_text() {
         "data: {\"id\":\"c\",\"model\":\"mistral\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" \\u00e0 tous\"},\"finish_reason\":\"stop\"}]}\n\n",
         "data: [DONE]\n\n",
     );
-    let mut t = anthropic_to_chat::StreamTranslator::new();
+    let mut t = anthropic_to_chat::StreamTranslator::new(CALL_ID);
     let out = run_pieces(&mut t, &[input.as_bytes()]);
     let text: String = json_events(&out)
         .iter()

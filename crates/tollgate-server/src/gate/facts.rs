@@ -1,17 +1,24 @@
 //! What admission reads from a request besides its identity: the end user, the tags, the
 //! prompt's token count and the output bound.
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use serde_json::Value;
 use tollgate_governance::tokens::{self, Encoding};
 
 use crate::request::{Endpoint, ParsedRequest};
 
-/// The end user id, in LiteLLM's order (litellm-surface §4.6): headers
-/// `x-litellm-customer-id` / `x-litellm-end-user-id`, body `user`, `litellm_metadata.user`,
-/// `metadata.user_id`, `safety_identifier`.
-pub fn end_user(headers: &HeaderMap, req: &ParsedRequest<'_>) -> Option<String> {
-    for h in ["x-litellm-customer-id", "x-litellm-end-user-id"] {
+/// The end user id, in LiteLLM's order (litellm-surface §4.6, `get_end_user_id_from_request_body`
+/// in LiteLLM's `proxy/auth/auth_utils.py`): headers `x-litellm-customer-id` /
+/// `x-litellm-end-user-id`, then the `general_settings.user_header_name` header (`custom`),
+/// then the body's `user`, `litellm_metadata.user`, `metadata.user_id` (Anthropic's own field
+/// on `/v1/messages`), `safety_identifier`. Empty values are skipped.
+pub fn end_user(
+    headers: &HeaderMap,
+    req: &ParsedRequest<'_>,
+    custom: Option<&HeaderName>,
+) -> Option<String> {
+    let standard = ["x-litellm-customer-id", "x-litellm-end-user-id"];
+    for h in standard.into_iter().chain(custom.map(HeaderName::as_str)) {
         if let Some(v) = headers.get(h).and_then(|v| v.to_str().ok()) {
             let v = v.trim();
             if !v.is_empty() {
@@ -137,9 +144,9 @@ mod tests {
             Endpoint::ChatCompletions,
         );
         let mut h = HeaderMap::new();
-        assert_eq!(end_user(&h, &r).as_deref(), Some("body-user"));
+        assert_eq!(end_user(&h, &r, None).as_deref(), Some("body-user"));
         h.insert("x-litellm-end-user-id", "hdr".parse().unwrap());
-        assert_eq!(end_user(&h, &r).as_deref(), Some("hdr"));
+        assert_eq!(end_user(&h, &r, None).as_deref(), Some("hdr"));
         h.insert("x-litellm-tags", "y, x".parse().unwrap());
         assert_eq!(tags(&h, &r), vec!["x", "y"]);
         let r = parse(
@@ -147,7 +154,18 @@ mod tests {
             Endpoint::ChatCompletions,
         );
         assert_eq!(tags(&HeaderMap::new(), &r), vec!["a"]);
-        assert_eq!(end_user(&HeaderMap::new(), &r).as_deref(), Some("u"));
+        assert_eq!(end_user(&HeaderMap::new(), &r, None).as_deref(), Some("u"));
+        // The configured header: after the standard ones, before the body.
+        let custom = HeaderName::from_static("x-openwebui-user-id");
+        let mut h = HeaderMap::new();
+        h.insert("x-openwebui-user-id", "webui-7".parse().unwrap());
+        assert_eq!(end_user(&h, &r, Some(&custom)).as_deref(), Some("webui-7"));
+        assert_eq!(end_user(&h, &r, None).as_deref(), Some("u"));
+        h.insert("x-litellm-customer-id", "cust".parse().unwrap());
+        assert_eq!(end_user(&h, &r, Some(&custom)).as_deref(), Some("cust"));
+        h.remove("x-litellm-customer-id");
+        h.insert("x-openwebui-user-id", " ".parse().unwrap());
+        assert_eq!(end_user(&h, &r, Some(&custom)).as_deref(), Some("u"));
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub struct Gate {
     /// Deployments added through `/model/new`, by id: read only for an id the config does not
     /// have, so config deployments never pay for the extra load.
     stored_pricing: ArcSwap<HashMap<String, DeploymentPricing>>,
+    /// `general_settings.user_header_name`: a header naming the end user ([`facts::end_user`]).
+    pub end_user_header: Option<http::HeaderName>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -91,6 +93,7 @@ impl Gate {
         if let Some(src) = env("LITELLM_MODEL_COST_MAP_URL").filter(|s| !s.is_empty()) {
             prices.merge(load_price_map(&src).await?);
         }
+        let end_user_header = end_user_header(config)?;
         let store = choice.open().await?;
         let gov = Arc::new(Governance::open(store, prices, options(config)).await?);
         if let Some(id) = &gov.options().end_user_default.budget_id
@@ -112,6 +115,7 @@ impl Gate {
             write_behind,
             pricing,
             stored_pricing: ArcSwap::default(),
+            end_user_header,
         })
     }
 
@@ -155,6 +159,27 @@ impl Gate {
             .collect();
         self.stored_pricing.store(Arc::new(map));
     }
+}
+
+/// `general_settings.user_header_name` as a header name (case-insensitive, as LiteLLM compares
+/// it); unset or blank → `None`. Errors: [`GateError::Config`] for a name no HTTP header can have.
+fn end_user_header(config: &Config) -> Result<Option<http::HeaderName>, GateError> {
+    let Some(name) = config
+        .general_settings
+        .user_header_name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    else {
+        return Ok(None);
+    };
+    http::HeaderName::try_from(name.to_ascii_lowercase())
+        .map(Some)
+        .map_err(|_| {
+            GateError::Config(format!(
+                "general_settings.user_header_name: `{name}` is not a valid HTTP header name"
+            ))
+        })
 }
 
 fn options(config: &Config) -> GovernanceOptions {

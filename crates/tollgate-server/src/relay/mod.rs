@@ -69,8 +69,9 @@ pub struct CallRecord {
     pub events_out: u64,
     /// The admitted attempt to settle (governance on).
     pub charge: Option<Charge>,
-    /// The upstream's response id (`chatcmpl-…`, `msg_…`, `resp_…`): the spend-log
-    /// `request_id`, as LiteLLM keys its rows (litellm-surface §6.3).
+    /// The response id the client saw (`chatcmpl-…`, `msg_…`, `resp_…`: the upstream's, or a
+    /// translated answer's own): the spend-log `request_id`, as LiteLLM keys its rows
+    /// (litellm-surface §6.3), so `/spend/logs?request_id=<id in the answer>` finds the row.
     pub response_id: Option<String>,
 }
 

@@ -124,13 +124,6 @@ impl StreamRelay {
             return;
         }
         let before = self.queue.len();
-        if let Some(r) = self.record.as_mut()
-            && r.charge.is_some()
-            && r.response_id.is_none()
-            && r.events_out == 0
-        {
-            r.response_id = super::response_id(super::handlers::data_payload(&ev.raw));
-        }
         let mut failed = false;
         if let Step::End { failed: f } = self.handler.on_event(ev, &mut self.queue) {
             self.saw_end = true;
@@ -142,6 +135,12 @@ impl StreamRelay {
         if self.queue.len() > before
             && let Some(r) = self.record.as_mut()
         {
+            // The spend log keys the call by the id the client saw: read from the first
+            // client-bound event (a translated stream's `msg_...` / `resp_...`).
+            if r.charge.is_some() && r.events_out == 0 {
+                r.response_id =
+                    super::response_id(super::handlers::data_payload(&self.queue[before]));
+            }
             // The upstream's closing error event carries no content (nothing to bill).
             if !failed {
                 r.events_out += 1;

@@ -4,13 +4,15 @@ use serde_json::{Map, Value, json};
 
 use crate::TranslateError;
 use crate::common::object;
+use crate::images::openai_image_url;
 use crate::options::{MaxTokensField, RequestOptions, reasoning_effort_for_budget};
 
 /// Translates an Anthropic Messages request body into an OpenAI Chat Completions request body.
 ///
 /// Mapping (wire-formats.md §7.2):
 /// - `system` (string or text blocks, joined with `\n\n`) → a first `system` message.
-/// - user `text`/`image` blocks → `text`/`image_url` parts (base64 → `data:` URL, url → URL);
+/// - user `text`/`image` blocks → `text`/`image_url` parts (base64 → `data:` URL, url → URL,
+///   see [`openai_image_url`]: a base64 source without `media_type` or `data` is a 400);
 ///   `document` blocks with base64 data → `file` parts. A user turn that is a single string
 ///   stays a string.
 /// - each `tool_result` → its own `tool` message, emitted before the rest of that user turn
@@ -101,6 +103,7 @@ pub fn request(msg: &Value, opts: &RequestOptions) -> Result<Value, TranslateErr
         .get("metadata")
         .and_then(|m| m.get("user_id"))
         .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
     {
         out.insert("user".into(), user.into());
     }
@@ -166,33 +169,9 @@ pub fn request(msg: &Value, opts: &RequestOptions) -> Result<Value, TranslateErr
     Ok(Value::Object(out))
 }
 
-/// An OpenAI `image_url` part for an Anthropic image source.
+/// An OpenAI `image_url` part for an Anthropic image source ([`openai_image_url`]).
 fn image_part(source: &Value, path: &str) -> Result<Value, TranslateError> {
-    let url = match source.get("type").and_then(Value::as_str) {
-        Some("base64") => format!(
-            "data:{};base64,{}",
-            source
-                .get("media_type")
-                .and_then(Value::as_str)
-                .unwrap_or("image/png"),
-            source
-                .get("data")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        ),
-        Some("url") => source
-            .get("url")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        _ => {
-            return Err(TranslateError::unsupported(
-                format!("{path}.source.type"),
-                "only base64 and url image sources translate to OpenAI",
-            ));
-        }
-    };
-    Ok(json!({"type": "image_url", "image_url": {"url": url}}))
+    Ok(json!({"type": "image_url", "image_url": {"url": openai_image_url(source, path)?}}))
 }
 
 /// One user content block (not a tool result) → one OpenAI part.

@@ -4,11 +4,14 @@ use serde_json::{Map, Value, json};
 
 use crate::TranslateError;
 use crate::common::stop_reason_from_finish_reason;
+use crate::ids::anthropic_message_id;
 use crate::usage::Usage;
 
 /// Translates a `chat.completion` into an Anthropic message.
 ///
-/// Only `choices[0]` is used (the request never asks for more). `id` and `model` kept;
+/// Only `choices[0]` is used (the request never asks for more). `id` in Anthropic's form
+/// ([`anthropic_message_id`] of the chat `id`, else of `call_id`, the gateway's call id, so the
+/// stream of the same answer would carry the same id); `model` kept;
 /// `reasoning_content` (or `reasoning`) → a `thinking` block with an empty signature, first;
 /// `content` → one `text` block (omitted when null/empty), or the `refusal` text with
 /// `stop_reason: refusal`; `tool_calls` → `tool_use` blocks with `input` = the parsed
@@ -18,7 +21,7 @@ use crate::usage::Usage;
 /// matched); usage via [`Usage`].
 ///
 /// Errors: [`TranslateError::InvalidResponse`] if there is no `choices[0].message`.
-pub fn response(chat: &Value) -> Result<Value, TranslateError> {
+pub fn response(chat: &Value, call_id: &str) -> Result<Value, TranslateError> {
     let choice = chat
         .get("choices")
         .and_then(|c| c.get(0))
@@ -85,9 +88,10 @@ pub fn response(chat: &Value) -> Result<Value, TranslateError> {
     };
     let usage = Usage::from_openai_chat(chat.get("usage").unwrap_or(&Value::Null));
     let mut out = Map::new();
+    let upstream_id = chat.get("id").and_then(Value::as_str).unwrap_or_default();
     out.insert(
         "id".into(),
-        chat.get("id").cloned().unwrap_or_else(|| "".into()),
+        anthropic_message_id(upstream_id, call_id).into(),
     );
     out.insert("type".into(), "message".into());
     out.insert("role".into(), "assistant".into());
@@ -123,7 +127,7 @@ mod tests {
         let chat = json!({"id":"c","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{
             "role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{oops"}}]}}],
             "usage":{"prompt_tokens":10,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":4}}});
-        let out = response(&chat).unwrap();
+        let out = response(&chat, "call-1").unwrap();
         assert_eq!(out["stop_reason"], "tool_use");
         assert_eq!(
             out["content"],
@@ -139,7 +143,7 @@ mod tests {
     fn refusal_becomes_refusal_stop_reason() {
         let chat = json!({"id":"c","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{
             "role":"assistant","content":null,"refusal":"I can't help with that."}}]});
-        let out = response(&chat).unwrap();
+        let out = response(&chat, "call-1").unwrap();
         assert_eq!(out["stop_reason"], "refusal");
         assert_eq!(out["content"][0]["text"], "I can't help with that.");
     }

@@ -9,6 +9,7 @@ use tollgate_protocol::ParsedEvent;
 use crate::chat_chunk::{ChatChunk, tool_position};
 use crate::common::stop_reason_from_finish_reason;
 use crate::errors::{anthropic_type_for_openai_error, write_anthropic_stream_error};
+use crate::ids::anthropic_message_id;
 use crate::usage::Usage;
 use crate::{StreamOutcome, TranslateError, sse_out};
 
@@ -29,7 +30,8 @@ struct Open {
 /// Translates one OpenAI Chat chunk stream into Anthropic Messages events.
 ///
 /// - First chunk → `message_start` (`content: []`, `stop_reason: null`, usage zero: OpenAI
-///   reports usage only at the end).
+///   reports usage only at the end), its `id` the chunk's `id` in Anthropic's form
+///   ([`anthropic_message_id`]; the same id the unary translation gives the same answer).
 /// - Non-empty `delta.content` → a `text` block (opened on first use, at the next block index)
 ///   and `text_delta`s. Empty content, `null`, and an empty `tool_calls: []` array produce
 ///   nothing (field failure B14).
@@ -48,6 +50,8 @@ struct Open {
 ///   `event: error` `api_error` is written, never a silent clean end.
 #[derive(Debug)]
 pub struct StreamTranslator {
+    /// The gateway's call id, for the message id when the upstream sends none.
+    call_id: String,
     id: String,
     model: String,
     started: bool,
@@ -91,14 +95,16 @@ struct BlockStop {
 
 impl Default for StreamTranslator {
     fn default() -> Self {
-        Self::new()
+        Self::new("")
     }
 }
 
 impl StreamTranslator {
-    /// A translator for one stream.
-    pub fn new() -> Self {
+    /// A translator for one stream of the call `call_id` (the gateway's `x-litellm-call-id`;
+    /// the message id derives from it when the upstream's chunks carry no `id`).
+    pub fn new(call_id: &str) -> Self {
         Self {
+            call_id: call_id.to_owned(),
             id: String::new(),
             model: String::new(),
             started: false,
@@ -167,9 +173,7 @@ impl StreamTranslator {
             return Ok(());
         }
         if !self.started {
-            if let Some(id) = &chunk.id {
-                self.id = id.to_string();
-            }
+            self.id = anthropic_message_id(chunk.id.as_deref().unwrap_or_default(), &self.call_id);
             if let Some(m) = &chunk.model {
                 self.model = m.to_string();
             }

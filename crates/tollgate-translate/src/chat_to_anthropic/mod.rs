@@ -2,12 +2,11 @@
 //! the chat request goes out as an Anthropic Messages request ([`request`]), and the Anthropic
 //! response ([`response`]) or stream ([`StreamTranslator`]) comes back as OpenAI Chat.
 
+mod messages;
 mod request;
 mod response;
 mod stream;
 
-#[allow(unused_imports)]
-pub(crate) use request::image_block;
 pub use request::request;
 pub use response::response;
 pub use stream::{StreamOptions, StreamTranslator};

@@ -2,8 +2,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::messages::{self, cache_control};
 use crate::TranslateError;
-use crate::common::{object, parse_data_url};
+use crate::common::object;
 use crate::options::{RequestOptions, default_max_tokens, thinking_budget};
 
 /// Translates an OpenAI Chat Completions request body into an Anthropic Messages request body.
@@ -12,8 +13,13 @@ use crate::options::{RequestOptions, default_max_tokens, thinking_budget};
 /// - `system` and `developer` messages, wherever they are, are joined in order with `\n\n` into
 ///   the top-level `system` string; if any of their text parts carries `cache_control`, `system`
 ///   is an array of text blocks instead so the breakpoints survive.
-/// - user text/image parts become `text`/`image` blocks (`data:` URLs → `base64` source, other
-///   URLs → `url` source); a `file` part with a `data:` URL becomes a `document` block.
+/// - user text/image parts become `text`/`image` blocks (base64 `data:` URLs → `base64` source
+///   with `image/jpg` named `image/jpeg`, `http(s)` URLs → `url` source, never fetched; see
+///   [`crate::images::anthropic_image_source`]); a `file` part with a base64 `data:` URL becomes
+///   a `document` block.
+/// - `cache_control` (with its `ttl`) stays where the client put it: content parts, messages,
+///   tool messages, tool calls, system parts and tools (beside or inside `function`); see
+///   `chat_to_anthropic/messages.rs` for the placement rules, which are LiteLLM's.
 /// - assistant `content` + `tool_calls` become a `text` block then one `tool_use` per call
 ///   (`input` = the parsed `arguments`; arguments that are not a JSON object are a 400). LiteLLM's
 ///   assistant `thinking_blocks` (thinking with signature, redacted_thinking) are put first,
@@ -34,8 +40,10 @@ use crate::options::{RequestOptions, default_max_tokens, thinking_budget};
 ///   (Anthropic structured outputs); `text` / `json_object` have no equivalent and are dropped.
 ///
 /// Errors: `n > 1` → [`TranslateError::Unsupported`] naming `n`; audio parts, `file_id`
-/// references, custom tools and the deprecated `functions` role are `Unsupported` too; a missing
-/// `messages` array or unparsable tool arguments → [`TranslateError::InvalidRequest`].
+/// references, custom tools, the deprecated `functions` role and image media types Anthropic
+/// does not accept are `Unsupported` too; a missing `messages` array, unparsable tool arguments,
+/// a malformed `data:` URL or an image URL that is neither http(s) nor `data:` →
+/// [`TranslateError::InvalidRequest`].
 ///
 /// Dropped because Anthropic has no equivalent: `logprobs`, `top_logprobs`, `seed`,
 /// `presence_penalty`, `frequency_penalty`, `logit_bias`, `stream_options` (the gateway emits
@@ -104,7 +112,7 @@ pub fn request(chat: &Value, opts: &RequestOptions) -> Result<Value, TranslateEr
         out.insert("stop_sequences".into(), Value::Array(stops));
     }
 
-    let converted = convert_messages(messages)?;
+    let converted = messages::convert(messages)?;
     if let Some(system) = converted.system {
         out.insert("system".into(), system);
     }
@@ -119,7 +127,11 @@ pub fn request(chat: &Value, opts: &RequestOptions) -> Result<Value, TranslateEr
         out.insert("tool_choice".into(), choice);
     }
 
-    if let Some(user) = req.get("user").and_then(Value::as_str) {
+    if let Some(user) = req
+        .get("user")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+    {
         out.insert("metadata".into(), json!({ "user_id": user }));
     }
 
@@ -165,258 +177,6 @@ pub fn request(chat: &Value, opts: &RequestOptions) -> Result<Value, TranslateEr
         out.insert("stream".into(), s.clone());
     }
     Ok(Value::Object(out))
-}
-
-struct Converted {
-    system: Option<Value>,
-    messages: Vec<Value>,
-}
-
-/// Appends messages, merging a message into the previous one when the role repeats (Anthropic
-/// wants alternating roles and all tool results of a turn in one user message).
-#[derive(Default)]
-struct MessageList {
-    messages: Vec<Value>,
-}
-
-impl MessageList {
-    fn push_text(&mut self, role: &str, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        if self.last_role() == Some(role) {
-            self.push_blocks(role, vec![json!({"type": "text", "text": text})]);
-        } else {
-            self.messages.push(json!({"role": role, "content": text}));
-        }
-    }
-
-    fn push_blocks(&mut self, role: &str, blocks: Vec<Value>) {
-        if blocks.is_empty() {
-            return;
-        }
-        if self.last_role() == Some(role)
-            && let Some(last) = self.messages.last_mut()
-        {
-            let content = &mut last["content"];
-            if let Value::String(s) = content {
-                *content = json!([{"type": "text", "text": std::mem::take(s)}]);
-            }
-            if let Value::Array(list) = content {
-                list.extend(blocks);
-                return;
-            }
-        }
-        self.messages
-            .push(json!({"role": role, "content": Value::Array(blocks)}));
-    }
-
-    fn last_role(&self) -> Option<&str> {
-        self.messages.last()?.get("role")?.as_str()
-    }
-}
-
-fn convert_messages(messages: &[Value]) -> Result<Converted, TranslateError> {
-    let mut system_blocks: Vec<Value> = Vec::new();
-    let mut list = MessageList::default();
-    for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
-        let content = m.get("content").unwrap_or(&Value::Null);
-        match role {
-            "system" | "developer" => match content {
-                Value::String(s) if !s.is_empty() => {
-                    system_blocks.push(json!({"type": "text", "text": s}));
-                }
-                Value::Array(parts) => {
-                    for p in parts {
-                        if let Some(t) = p.get("text").and_then(Value::as_str) {
-                            let mut block = json!({"type": "text", "text": t});
-                            if let Some(cc) = p.get("cache_control") {
-                                block["cache_control"] = cc.clone();
-                            }
-                            system_blocks.push(block);
-                        }
-                    }
-                }
-                _ => {}
-            },
-            "user" => match content {
-                Value::String(s) => list.push_text("user", s),
-                Value::Array(parts) => {
-                    let mut blocks = Vec::with_capacity(parts.len());
-                    for (j, p) in parts.iter().enumerate() {
-                        blocks.push(user_part(p, &format!("messages[{i}].content[{j}]"))?);
-                    }
-                    list.push_blocks("user", blocks);
-                }
-                _ => {}
-            },
-            "assistant" => list.push_blocks("assistant", assistant_blocks(m, i)?),
-            "tool" => {
-                let id = m
-                    .get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        TranslateError::invalid(
-                            format!("messages[{i}].tool_call_id"),
-                            "required for role tool",
-                        )
-                    })?;
-                let mut result = json!({"type": "tool_result", "tool_use_id": id});
-                match content {
-                    Value::String(s) => result["content"] = s.as_str().into(),
-                    Value::Array(parts) => {
-                        let mut blocks = Vec::with_capacity(parts.len());
-                        for (j, p) in parts.iter().enumerate() {
-                            blocks.push(user_part(p, &format!("messages[{i}].content[{j}]"))?);
-                        }
-                        result["content"] = Value::Array(blocks);
-                    }
-                    _ => {}
-                }
-                list.push_blocks("user", vec![result]);
-            }
-            other => {
-                return Err(TranslateError::unsupported(
-                    format!("messages[{i}].role"),
-                    format!("role `{other}` has no Anthropic equivalent"),
-                ));
-            }
-        }
-    }
-    let system = if system_blocks.is_empty() {
-        None
-    } else if system_blocks
-        .iter()
-        .any(|b| b.get("cache_control").is_some())
-    {
-        Some(Value::Array(system_blocks))
-    } else {
-        let texts: Vec<&str> = system_blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect();
-        Some(Value::String(texts.join("\n\n")))
-    };
-    Ok(Converted {
-        system,
-        messages: list.messages,
-    })
-}
-
-/// One user (or tool-result) content part → one Anthropic block.
-fn user_part(p: &Value, path: &str) -> Result<Value, TranslateError> {
-    let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
-    let mut block = match ty {
-        "text" => {
-            json!({"type": "text", "text": p.get("text").and_then(Value::as_str).unwrap_or_default()})
-        }
-        "image_url" => {
-            let iu = p.get("image_url").unwrap_or(&Value::Null);
-            let url = iu
-                .as_str()
-                .or_else(|| iu.get("url").and_then(Value::as_str))
-                .ok_or_else(|| {
-                    TranslateError::invalid(format!("{path}.image_url.url"), "missing")
-                })?;
-            image_block(url)
-        }
-        "file" => {
-            let f = p.get("file").unwrap_or(&Value::Null);
-            match f
-                .get("file_data")
-                .and_then(Value::as_str)
-                .and_then(parse_data_url)
-            {
-                Some((media_type, data)) => {
-                    json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}})
-                }
-                None => {
-                    return Err(TranslateError::unsupported(
-                        format!("{path}.file"),
-                        "only inline file_data (a data: URL) can be sent to Anthropic",
-                    ));
-                }
-            }
-        }
-        other => {
-            return Err(TranslateError::unsupported(
-                format!("{path}.type"),
-                format!("content part `{other}` has no Anthropic equivalent"),
-            ));
-        }
-    };
-    if let Some(cc) = p.get("cache_control") {
-        block["cache_control"] = cc.clone();
-    }
-    Ok(block)
-}
-
-/// An Anthropic image block for an OpenAI image URL (`data:` → base64 source, else url source).
-pub(crate) fn image_block(url: &str) -> Value {
-    match parse_data_url(url) {
-        Some((media_type, data)) => {
-            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
-        }
-        None => json!({"type": "image", "source": {"type": "url", "url": url}}),
-    }
-}
-
-fn assistant_blocks(m: &Value, i: usize) -> Result<Vec<Value>, TranslateError> {
-    let mut blocks = Vec::new();
-    // LiteLLM's carrier for signed thinking on the assistant turn: forwarded byte-for-byte.
-    if let Some(tb) = m.get("thinking_blocks").and_then(Value::as_array) {
-        for b in tb {
-            if let Some("thinking" | "redacted_thinking") = b.get("type").and_then(Value::as_str) {
-                blocks.push(b.clone());
-            }
-        }
-    }
-    match m.get("content").unwrap_or(&Value::Null) {
-        Value::String(s) if !s.is_empty() => blocks.push(json!({"type": "text", "text": s})),
-        Value::Array(parts) => {
-            for p in parts {
-                let text = p
-                    .get("text")
-                    .or_else(|| p.get("refusal"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if !text.is_empty() {
-                    blocks.push(json!({"type": "text", "text": text}));
-                }
-            }
-        }
-        _ => {}
-    }
-    if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
-        for (j, c) in calls.iter().enumerate() {
-            let f = c.get("function").unwrap_or(&Value::Null);
-            let args = f.get("arguments").and_then(Value::as_str).unwrap_or("");
-            let field = || format!("messages[{i}].tool_calls[{j}].function.arguments");
-            let input = if args.trim().is_empty() {
-                json!({})
-            } else {
-                serde_json::from_str::<Value>(args)
-                    .map_err(|e| TranslateError::invalid(field(), format!("not JSON: {e}")))?
-            };
-            if !input.is_object() {
-                return Err(TranslateError::invalid(field(), "must be a JSON object"));
-            }
-            blocks.push(json!({
-                "type": "tool_use",
-                "id": c.get("id").and_then(Value::as_str).unwrap_or_default(),
-                "name": f.get("name").and_then(Value::as_str).unwrap_or_default(),
-                "input": input,
-            }));
-        }
-    }
-    if m.get("function_call").is_some_and(|v| !v.is_null()) {
-        return Err(TranslateError::unsupported(
-            format!("messages[{i}].function_call"),
-            "the deprecated function_call form is not translated; use tool_calls",
-        ));
-    }
-    Ok(blocks)
 }
 
 /// Anthropic tools, plus the names `allowed_tools` restricts them to.
@@ -470,7 +230,8 @@ fn convert_tools(
                 .cloned()
                 .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
             tool.insert("input_schema".into(), schema);
-            if let Some(cc) = t.get("cache_control") {
+            // LiteLLM reads it beside `function` or inside it; beside wins.
+            if let Some(cc) = cache_control(t).or_else(|| cache_control(f)) {
                 tool.insert("cache_control".into(), cc.clone());
             }
             out.push(Value::Object(tool));

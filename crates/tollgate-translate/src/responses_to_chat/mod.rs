@@ -6,6 +6,7 @@
 //! `previous_response_id`: the gateway stores, per response id, the chat messages a follow-up
 //! needs ([`history_after`]) behind its store seam, and passes them to [`request`].
 
+mod content;
 mod request;
 mod response;
 mod stream;
@@ -34,11 +35,13 @@ pub fn history_after(
     request::input_messages(
         responses_request.get("input").unwrap_or(&Value::Null),
         "input",
+        false,
         &mut out,
     )?;
     request::input_messages(
         response.get("output").unwrap_or(&Value::Null),
         "output",
+        false,
         &mut out,
     )?;
     Ok(out)

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::content::{cache_control, content_part, message, strip_cache_control};
 use super::response::THINKING_PREFIX;
 use crate::TranslateError;
 use crate::common::object;
@@ -37,9 +38,11 @@ use crate::options::{MaxTokensField, RequestOptions};
 ///   `prompt_cache_key`, `service_tier`, `top_logprobs`.
 ///
 /// Dropped: `previous_response_id` (resolved by the gateway into `history`), `store`, `include`,
-/// `truncation`, `background`, `metadata`, `conversation`, `prompt`, and unknown fields.
+/// `truncation`, `background`, `metadata`, `conversation`, `prompt`, `cache_control` (kept
+/// only toward Anthropic, see [`crate::responses_to_anthropic::request`]), and unknown fields.
 /// Errors: hosted tools (web/file search, computer use, MCP...), `item_reference` items and
-/// `file_id` references → [`TranslateError::Unsupported`] naming the field.
+/// `file_id` references → [`TranslateError::Unsupported`] naming the field; a malformed `data:`
+/// image URL → [`TranslateError::InvalidRequest`] naming `input[i].content[j].image_url`.
 pub fn request(
     req: &Value,
     opts: &RequestOptions,
@@ -48,13 +51,15 @@ pub fn request(
     request_with(req, opts, history, false)
 }
 
-/// [`request`], keeping signed `thinking_blocks` on assistant messages when `keep_thinking`
-/// (the intermediate chat document toward Anthropic; a Chat upstream would reject the field).
+/// [`request`], for the intermediate chat document toward Anthropic when `anthropic`: signed
+/// `thinking_blocks` on assistant messages and every `cache_control` are kept (a Chat upstream
+/// would reject or ignore them, so they are removed otherwise), and images are checked against
+/// what Anthropic accepts ([`crate::images::anthropic_image_source`]), the error naming the Responses field.
 pub(crate) fn request_with(
     req: &Value,
     opts: &RequestOptions,
     history: &[Value],
-    keep_thinking: bool,
+    anthropic: bool,
 ) -> Result<Value, TranslateError> {
     let r = object(req, "body")?;
     let model = match &opts.upstream_model {
@@ -75,11 +80,15 @@ pub(crate) fn request_with(
     input_messages(
         r.get("input").unwrap_or(&Value::Null),
         "input",
+        anthropic,
         &mut messages,
     )?;
     for m in &mut messages {
+        if !anthropic {
+            strip_cache_control(m);
+        }
         if let Some(obj) = m.as_object_mut() {
-            if !keep_thinking {
+            if !anthropic {
                 obj.remove("thinking_blocks");
             }
             if opts.drop_reasoning_history {
@@ -131,7 +140,11 @@ pub(crate) fn request_with(
                 f.insert(key.into(), v.clone());
             }
         }
-        tools.push(json!({"type": "function", "function": f}));
+        let mut tool = json!({"type": "function", "function": f});
+        if anthropic && let Some(cc) = cache_control(t) {
+            tool["cache_control"] = cc.clone();
+        }
+        tools.push(tool);
     }
     if !tools.is_empty() {
         out.insert("tools".into(), Value::Array(tools));
@@ -217,10 +230,13 @@ fn tool_choice(tc: &Value) -> Result<Value, TranslateError> {
 }
 
 /// Appends the chat messages for a Responses `input` (string or item array). Also used on a
-/// Response's `output` items, which are valid input items.
+/// Response's `output` items, which are valid input items. `cache_control` on items and
+/// content parts is copied to the chat messages and parts; `anthropic` checks images as
+/// [`request_with`] says.
 pub(crate) fn input_messages(
     input: &Value,
     path: &str,
+    anthropic: bool,
     out: &mut Vec<Value>,
 ) -> Result<(), TranslateError> {
     let items = match input {
@@ -255,7 +271,7 @@ pub(crate) fn input_messages(
             out.push(json!({"role": "user", "content": std::mem::take(&mut pending)}));
         }
         match ty {
-            "message" => message(item, &p, out)?,
+            "message" => message(item, &p, anthropic, out)?,
             "function_call" => {
                 let call = json!({
                     "id": item.get("call_id").and_then(Value::as_str).unwrap_or_default(),
@@ -290,7 +306,7 @@ pub(crate) fn input_messages(
                         let mut text = String::new();
                         let mut images = Vec::new();
                         for (j, part) in parts.iter().enumerate() {
-                            match content_part(part, &format!("{p}.output[{j}]"))? {
+                            match content_part(part, &format!("{p}.output[{j}]"), anthropic)? {
                                 Some(t) if t["type"] == "text" => {
                                     if !text.is_empty() {
                                         text.push('\n');
@@ -351,86 +367,6 @@ pub(crate) fn input_messages(
         out.push(json!({"role": "user", "content": pending}));
     }
     Ok(())
-}
-
-fn message(item: &Value, path: &str, out: &mut Vec<Value>) -> Result<(), TranslateError> {
-    let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
-    if !matches!(role, "user" | "assistant" | "system" | "developer") {
-        return Err(TranslateError::invalid(
-            format!("{path}.role"),
-            format!("unknown role `{role}`"),
-        ));
-    }
-    let parts = match item.get("content") {
-        Some(Value::String(s)) => {
-            out.push(json!({"role": role, "content": s}));
-            return Ok(());
-        }
-        Some(Value::Array(parts)) => parts,
-        _ => return Ok(()),
-    };
-    let mut converted = Vec::with_capacity(parts.len());
-    for (j, part) in parts.iter().enumerate() {
-        if let Some(c) = content_part(part, &format!("{path}.content[{j}]"))? {
-            converted.push(c);
-        }
-    }
-    if role == "user" {
-        out.push(json!({"role": role, "content": converted}));
-    } else {
-        // System, developer and assistant turns carry text only: join it.
-        let text: Vec<&str> = converted
-            .iter()
-            .filter_map(|c| c["text"].as_str())
-            .collect();
-        out.push(json!({"role": role, "content": text.concat()}));
-    }
-    Ok(())
-}
-
-/// One Responses content part → one chat content part.
-fn content_part(part: &Value, path: &str) -> Result<Option<Value>, TranslateError> {
-    let ty = part.get("type").and_then(Value::as_str).unwrap_or_default();
-    Ok(match ty {
-        "input_text" | "output_text" | "text" => Some(
-            json!({"type": "text", "text": part.get("text").and_then(Value::as_str).unwrap_or_default()}),
-        ),
-        "refusal" => Some(
-            json!({"type": "text", "text": part.get("refusal").and_then(Value::as_str).unwrap_or_default()}),
-        ),
-        "input_image" => {
-            let Some(url) = part.get("image_url").and_then(Value::as_str) else {
-                return Err(TranslateError::unsupported(
-                    format!("{path}.file_id"),
-                    "image file references cannot be resolved for a Chat Completions deployment",
-                ));
-            };
-            let mut iu = json!({"url": url});
-            if let Some(d) = part.get("detail").filter(|d| d.is_string()) {
-                iu["detail"] = d.clone();
-            }
-            Some(json!({"type": "image_url", "image_url": iu}))
-        }
-        "input_file" => {
-            let Some(data) = part.get("file_data").and_then(Value::as_str) else {
-                return Err(TranslateError::unsupported(
-                    format!("{path}.file_id"),
-                    "only inline file_data can be sent to a Chat Completions deployment",
-                ));
-            };
-            let mut f = json!({"file_data": data});
-            if let Some(n) = part.get("filename").filter(|n| n.is_string()) {
-                f["filename"] = n.clone();
-            }
-            Some(json!({"type": "file", "file": f}))
-        }
-        other => {
-            return Err(TranslateError::unsupported(
-                format!("{path}.type"),
-                format!("content part `{other}` has no Chat Completions equivalent"),
-            ));
-        }
-    })
 }
 
 #[cfg(test)]
