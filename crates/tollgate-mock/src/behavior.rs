@@ -145,6 +145,8 @@ pub struct Behavior {
     pub body: Option<serde_json::Value>,
     /// Extra response headers.
     pub headers: Option<BTreeMap<String, String>>,
+    /// `"python"`: write generated JSON as Python's `json.dumps` does (see `python_json`).
+    pub json_style: Option<String>,
 }
 
 macro_rules! overlay_fields {
@@ -184,7 +186,8 @@ impl Behavior {
             all_tools,
             reject_internal_fields,
             body,
-            headers
+            headers,
+            json_style
         );
         self
     }
@@ -219,6 +222,7 @@ impl Behavior {
         b.split_every = num("x-mock-split-every").map(|n| n as usize);
         b.split_delay_ms = num("x-mock-split-delay-ms");
         b.reply = s("x-mock-reply").map(str::to_owned);
+        b.json_style = s("x-mock-json-style").map(str::to_owned);
         b.tool_call = flag("x-mock-tool-call");
         if s("x-mock-tool-call") == Some("all") {
             b.tool_call = Some(true);

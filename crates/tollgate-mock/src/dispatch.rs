@@ -143,6 +143,11 @@ struct Out<'a> {
 }
 
 impl Out<'_> {
+    /// Generated JSON is written Python-style (`json_style: "python"`).
+    fn python(&self) -> bool {
+        self.behavior.json_style.as_deref() == Some(crate::python_json::PYTHON)
+    }
+
     fn request_id(&self) -> String {
         format!("req_mock_{}", self.seq)
     }
@@ -281,7 +286,11 @@ impl Out<'_> {
     }
 
     fn json(&self, status: u16, v: &Value, guard: RequestGuard) -> Response<MockBody> {
-        let bytes = Bytes::from(serde_json::to_vec(v).unwrap_or_default());
+        let bytes = if self.python() {
+            Bytes::from(crate::python_json::to_python(v))
+        } else {
+            Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+        };
         self.build(status, "application/json", vec![bytes], false, None, guard)
     }
 
@@ -545,14 +554,21 @@ pub(crate) async fn handle(state: Arc<State>, req: Request<Incoming>) -> Respons
     };
     match reply {
         Reply::Json(status, v) | Reply::Error(status, v) => out.json(status, &v, guard),
-        Reply::Sse(events) => out.build(
-            200,
-            "text/event-stream; charset=utf-8",
-            events,
-            true,
-            None,
-            guard,
-        ),
+        Reply::Sse(mut events) => {
+            if out.python() {
+                for e in &mut events {
+                    *e = crate::python_json::event_to_python(e);
+                }
+            }
+            out.build(
+                200,
+                "text/event-stream; charset=utf-8",
+                events,
+                true,
+                None,
+                guard,
+            )
+        }
     }
 }
 

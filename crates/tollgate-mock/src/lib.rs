@@ -24,6 +24,7 @@ pub mod errors;
 pub mod fixtures;
 pub mod leak;
 pub mod observe;
+pub mod python_json;
 mod routes;
 mod server;
 mod state;

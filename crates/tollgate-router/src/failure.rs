@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::context_window::context_window_wording;
 use crate::state::CallTiming;
 
 /// Why an attempt failed.
@@ -36,15 +37,6 @@ pub enum FailureClass {
     ClientTimeout,
 }
 
-/// Message fragments of context-window errors (OpenAI, Anthropic, Azure, vLLM), lower case.
-const CONTEXT_WINDOW_MARKERS: &[&str] = &[
-    "context_length_exceeded",
-    "maximum context length",
-    "prompt is too long",
-    "context window",
-    "input is too long",
-    "too many tokens",
-];
 /// Message fragments of content-policy refusals, lower case.
 const CONTENT_POLICY_MARKERS: &[&str] = &[
     "content_policy_violation",
@@ -55,7 +47,9 @@ const CONTENT_POLICY_MARKERS: &[&str] = &[
 
 impl FailureClass {
     /// Classifies an upstream HTTP error from its status, provider error `code` (or `type`)
-    /// and message. Matching on code and message is case-insensitive.
+    /// and message. Matching on code and message is ASCII case-insensitive; a 400, 413 or
+    /// 422 is a context-window error when it carries a wording of
+    /// [`crate::context_window::CONTEXT_WINDOW_WORDINGS`].
     pub fn from_upstream(status: u16, code: Option<&str>, message: &str) -> FailureClass {
         let has = |markers: &[&str]| {
             let code = code.unwrap_or("").to_ascii_lowercase();
@@ -67,7 +61,9 @@ impl FailureClass {
             408 => FailureClass::Timeout,
             401 | 403 => FailureClass::Auth,
             404 => FailureClass::NotFound,
-            400 | 413 | 422 if has(CONTEXT_WINDOW_MARKERS) => FailureClass::ContextWindowExceeded,
+            400 | 413 | 422 if context_window_wording(code, message).is_some() => {
+                FailureClass::ContextWindowExceeded
+            }
             400 | 422 if has(CONTENT_POLICY_MARKERS) => FailureClass::ContentPolicy,
             400..=499 => FailureClass::BadRequest,
             _ => FailureClass::ServerError,

@@ -23,6 +23,7 @@
 //! default, replaceable by a shared store). [`RouterConfig::from_settings`] and
 //! [`DeploymentLimits::from_entry`] map the typed config file.
 pub mod config;
+pub mod context_window;
 pub mod effective;
 pub mod failure;
 pub mod from_config;

@@ -1114,7 +1114,12 @@ fn classify(
         .get("code")
         .and_then(Value::as_str)
         .or_else(|| err.get("type").and_then(Value::as_str));
-    let message = err.get("message").and_then(Value::as_str).unwrap_or("");
+    // TGI and Ollama write the message as the `error` string itself.
+    let message = err
+        .get("message")
+        .and_then(Value::as_str)
+        .or_else(|| err.as_str());
+    let message = message.unwrap_or("");
     let retry_after = header_num::<f64>(headers, "retry-after-ms")
         .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0))
         .or_else(|| {

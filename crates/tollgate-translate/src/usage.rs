@@ -14,6 +14,7 @@
 //! (`shared/fixtures/translation/chat_to_messages.usage.json`).
 
 use serde_json::{Map, Value, json};
+use tollgate_protocol::usage::count::value_count;
 
 /// Token counts of one response, all in tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -32,8 +33,14 @@ pub struct Usage {
     pub reasoning_tokens: u64,
 }
 
+/// The count at `key`, by the gateway's count rule ([`tollgate_protocol::usage::count`]:
+/// `1000`, `1000.0` and `1e3` are 1000 tokens); 0 when absent or not a count.
 fn u(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+    n(v, key).unwrap_or(0)
+}
+
+fn n(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(value_count)
 }
 
 impl Usage {
@@ -100,17 +107,17 @@ impl Usage {
     /// Overwrites the fields an Anthropic `message_delta.usage` carries. Its values are
     /// cumulative totals, not increments (Anthropic streaming docs), so they replace.
     pub fn merge_anthropic(&mut self, v: &Value) {
-        if let Some(n) = v.get("input_tokens").and_then(Value::as_u64) {
-            self.input_tokens = n;
+        if let Some(c) = n(v, "input_tokens") {
+            self.input_tokens = c;
         }
-        if let Some(n) = v.get("output_tokens").and_then(Value::as_u64) {
-            self.output_tokens = n;
+        if let Some(c) = n(v, "output_tokens") {
+            self.output_tokens = c;
         }
-        if let Some(n) = v.get("cache_read_input_tokens").and_then(Value::as_u64) {
-            self.cache_read_tokens = n;
+        if let Some(c) = n(v, "cache_read_input_tokens") {
+            self.cache_read_tokens = c;
         }
-        if let Some(n) = v.get("cache_creation_input_tokens").and_then(Value::as_u64) {
-            self.cache_write_tokens = n;
+        if let Some(c) = n(v, "cache_creation_input_tokens") {
+            self.cache_write_tokens = c;
         }
     }
 
@@ -160,6 +167,20 @@ impl Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Python servers' integer-valued floats count as the gateway's scanner counts them.
+    #[test]
+    fn integer_valued_floats_count() {
+        let u = Usage::from_openai_chat(&json!({"prompt_tokens": 1000.0, "completion_tokens": 2e1,
+            "prompt_tokens_details": {"cached_tokens": 1.5}}));
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.cache_read_tokens),
+            (1000, 20, 0)
+        );
+        let mut a = Usage::from_anthropic(&json!({"input_tokens": 64.0, "output_tokens": 1}));
+        a.merge_anthropic(&json!({"output_tokens": 3e1}));
+        assert_eq!((a.input_tokens, a.output_tokens), (64, 30));
+    }
 
     #[test]
     fn anthropic_to_openai_matches_fixture_rule() {

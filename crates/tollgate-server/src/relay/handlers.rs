@@ -8,10 +8,11 @@
 //! Each handler also keeps the usage seen so far, for settlement.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 use memchr::memmem;
-use tollgate_protocol::usage::{AnthropicStreamUsage, openai_chunk_usage};
+use tollgate_protocol::usage::{AnthropicStreamUsage, scan_openai_chunk};
 use tollgate_protocol::{Dialect, ErrorEnvelope, ParsedEvent, RawEvent, Usage};
 use tollgate_translate::{StreamOutcome, TranslateError};
 
@@ -79,8 +80,9 @@ fn event_name(raw: &[u8]) -> &[u8] {
 }
 
 /// OpenAI chunks relayed to an OpenAI client. With `strip_usage` (the gateway forced
-/// `include_usage` on a client that did not ask), `"usage":null` members and the final
-/// `choices: []` usage chunk are removed.
+/// `include_usage` on a client that did not ask), each chunk's top-level `"usage": null`
+/// member and the final `choices: []` usage chunk are removed, however the upstream formats
+/// its JSON.
 #[derive(Debug)]
 pub struct OpenAiPassthrough {
     strip_usage: bool,
@@ -102,22 +104,26 @@ impl EventHandler for OpenAiPassthrough {
         let raw = ev.raw;
         let data = data_payload(&raw);
         let mut step = Step::Continue;
+        let mut cut = None;
         if data == b"[DONE]" {
             step = Step::End { failed: false };
         } else if super::first_event::is_error_data(data) {
             // The upstream's error chunk is OpenAI's terminal error already: relayed as is.
             step = Step::End { failed: true };
-        } else if let Some(cu) = openai_chunk_usage(data) {
-            // Usage values are cumulative: the last one wins (never summed; B10).
-            self.usage = Some(cu.usage);
-            if self.strip_usage && cu.usage_only {
-                return step;
-            }
-        }
-        out.push_back(if self.strip_usage {
-            strip_null_usage(raw)
         } else {
-            raw
+            let chunk = scan_openai_chunk(data);
+            if let Some(cu) = chunk.usage {
+                // Usage values are cumulative: the last one wins (never summed; B10).
+                self.usage = Some(cu.usage);
+                if self.strip_usage && cu.usage_only {
+                    return step;
+                }
+            }
+            cut = chunk.null_usage.filter(|_| self.strip_usage);
+        }
+        out.push_back(match cut {
+            Some(range) => cut_out(&raw, data, range),
+            None => raw,
         });
         step
     }
@@ -131,20 +137,13 @@ impl EventHandler for OpenAiPassthrough {
     }
 }
 
-/// Removes `,"usage":null` members that `include_usage` adds to every chunk.
-pub(crate) fn strip_null_usage(raw: Bytes) -> Bytes {
-    const NEEDLE: &[u8] = b",\"usage\":null";
-    let Some(first) = memmem::find(&raw, NEEDLE) else {
-        return raw;
-    };
-    let mut out = BytesMut::with_capacity(raw.len());
-    out.extend_from_slice(&raw[..first]);
-    let mut rest = &raw[first + NEEDLE.len()..];
-    while let Some(i) = memmem::find(rest, NEEDLE) {
-        out.extend_from_slice(&rest[..i]);
-        rest = &rest[i + NEEDLE.len()..];
-    }
-    out.extend_from_slice(rest);
+/// `raw` without `range` of `data` (a slice of `raw`): the chunk without its `"usage": null`
+/// member ([`tollgate_protocol::usage::OpenAiChunk::null_usage`]).
+fn cut_out(raw: &Bytes, data: &[u8], range: Range<usize>) -> Bytes {
+    let at = data.as_ptr() as usize - raw.as_ptr() as usize;
+    let mut out = BytesMut::with_capacity(raw.len() - range.len());
+    out.extend_from_slice(&raw[..at + range.start]);
+    out.extend_from_slice(&raw[at + range.end..]);
     out.freeze()
 }
 
@@ -248,24 +247,8 @@ impl EventHandler for ResponsesPassthrough {
     }
 }
 
-/// Usage of a Responses object (or an event wrapping one under `response`).
-pub fn responses_usage(data: &[u8]) -> Option<Usage> {
-    let v: serde_json::Value = serde_json::from_slice(data).ok()?;
-    let u = v.get("response").unwrap_or(&v).get("usage")?;
-    let n = |p: &[&str]| {
-        p.iter()
-            .try_fold(u, |acc, k| acc.get(*k))
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0)
-    };
-    Some(Usage {
-        prompt_tokens: n(&["input_tokens"]),
-        completion_tokens: n(&["output_tokens"]),
-        cached_tokens: n(&["input_tokens_details", "cached_tokens"]),
-        cache_write_tokens: 0,
-        reasoning_tokens: n(&["output_tokens_details", "reasoning_tokens"]),
-    })
-}
+/// Usage of a Responses object or of an event wrapping one under `response`.
+pub use tollgate_protocol::usage::responses_usage;
 
 /// The common face of `tollgate_translate`'s stream state machines.
 pub trait Translator: Send {
@@ -423,15 +406,58 @@ impl EventHandler for Translated {
 mod tests {
     use super::*;
 
+    fn relay(strip: bool, events: &[&'static str]) -> (Vec<u8>, Option<Usage>) {
+        let mut h = OpenAiPassthrough::new(strip);
+        let mut out = VecDeque::new();
+        for e in events {
+            h.on_event(
+                RawEvent {
+                    raw: Bytes::from_static(e.as_bytes()),
+                },
+                &mut out,
+            );
+        }
+        (
+            out.into_iter().flat_map(|b| b.to_vec()).collect(),
+            h.usage(),
+        )
+    }
+
+    /// The usage the gateway forced on is hidden from a client that did not ask for it,
+    /// compact or written by Python's `json.dumps`; a client that asked sees it unchanged.
     #[test]
-    fn strip_null_usage_removes_every_occurrence() {
-        let b = Bytes::from_static(
-            b"data: {\"a\":1,\"usage\":null,\"b\":{\"c\":2,\"usage\":null}}\n\n",
+    fn forced_usage_is_hidden_whatever_the_formatting() {
+        let compact = [
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\n",
+            "data: [DONE]\n\n",
+        ];
+        let python = [
+            "data: {\"id\": \"c\", \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"hi\"}}], \"usage\": null}\r\n\r\n",
+            "data: {\"id\": \"c\", \"choices\": [], \"usage\": {\"prompt_tokens\": 9, \"completion_tokens\": 2}}\r\n\r\n",
+            "data: [DONE]\r\n\r\n",
+        ];
+        let (bytes, usage) = relay(true, &compact);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n"
         );
         assert_eq!(
-            &strip_null_usage(b)[..],
-            b"data: {\"a\":1,\"b\":{\"c\":2}}\n\n"
+            usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
+            Some((9, 2))
         );
+        let (bytes, usage) = relay(true, &python);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "data: {\"id\": \"c\", \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"hi\"}}]}\r\n\r\ndata: [DONE]\r\n\r\n"
+        );
+        assert_eq!(
+            usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
+            Some((9, 2))
+        );
+        let (bytes, usage) = relay(false, &python);
+        assert_eq!(bytes, python.concat().into_bytes());
+        assert_eq!(usage.map(|u| u.prompt_tokens), Some(9));
     }
 
     #[test]
@@ -453,19 +479,5 @@ mod tests {
         assert_eq!(out.len(), 3);
         let u = h.usage().unwrap();
         assert_eq!((u.prompt_tokens, u.completion_tokens), (9, 4));
-    }
-
-    #[test]
-    fn responses_usage_reads_completed_event() {
-        let u = responses_usage(br#"{"type":"response.completed","response":{"usage":{"input_tokens":12,"input_tokens_details":{"cached_tokens":2},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":3}}}}"#).unwrap();
-        assert_eq!(
-            (
-                u.prompt_tokens,
-                u.completion_tokens,
-                u.cached_tokens,
-                u.reasoning_tokens
-            ),
-            (12, 7, 2, 3)
-        );
     }
 }
