@@ -402,15 +402,15 @@ async fn metadata_user_id_is_the_end_user_for_budgets_unless_a_header_names_one(
     let r = messages(&gw, &body, &[]).await;
     assert_eq!(r.status, 422, "{}", r.text);
     assert_eq!(r.body["type"], "error");
-    let msg = r.body["error"]["message"].as_str().unwrap();
-    assert!(
-        msg.contains("Budget has been exceeded") && msg.contains("eu-broke"),
-        "{msg}"
-    );
+    // LiteLLM's end-user budget wording, naming the id taken from metadata.user_id.
+    let refusal = "ExceededBudget: End User=eu-broke over budget. Spend=0, Budget=0";
+    assert_eq!(r.body["error"]["message"], refusal, "{}", r.text);
     // The same through translation to an OpenAI deployment.
     let mut to_gpt = body.clone();
     to_gpt["model"] = json!("gpt");
-    assert_eq!(messages(&gw, &to_gpt, &[]).await.status, 422);
+    let r = messages(&gw, &to_gpt, &[]).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(r.body["error"]["message"], refusal, "{}", r.text);
     assert!(
         m.drain_observations().is_empty(),
         "nothing reached an upstream"
