@@ -17,6 +17,7 @@ pub mod headers;
 pub mod health;
 pub mod malloc;
 pub mod mock_provider;
+pub mod model_names;
 pub mod pipeline;
 pub mod plan;
 pub mod relay;

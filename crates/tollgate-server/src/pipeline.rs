@@ -140,8 +140,9 @@ async fn run(
         .authenticate(headers, state.gov())
         .map_err(|e| GatewayError::from(e.envelope()))?;
 
-    // 2. parse once
+    // 2. parse once; refuse a model name that could leave a provider's URL path
     let req = ParsedRequest::parse(body, endpoint)?;
+    crate::model_names::check(&req.model, "model")?;
 
     // 3. admit (model access now; budgets and limits per attempt below)
     let principal = identity.principal();
@@ -175,7 +176,7 @@ async fn run(
     };
     let policy = RequestPolicy {
         num_retries,
-        fallbacks: req.fallbacks()?,
+        fallbacks: crate::model_names::checked_fallbacks(req.fallbacks()?)?,
         prompt_tokens: (body.len() / 4) as u64,
         stream: req.stream,
     };
