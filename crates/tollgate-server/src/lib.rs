@@ -11,6 +11,7 @@
 //! router; [`serve`] runs the listener with graceful shutdown.
 
 pub mod auth;
+pub mod clientside;
 pub mod errors;
 pub mod gate;
 pub mod headers;

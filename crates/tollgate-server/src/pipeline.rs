@@ -143,6 +143,7 @@ async fn run(
     // 2. parse once; refuse a model name that could leave a provider's URL path
     let req = ParsedRequest::parse(body, endpoint)?;
     crate::model_names::check(&req.model, "model")?;
+    let client_upstream = crate::clientside::ClientUpstream::from_request(&req)?;
 
     // 3. admit (model access now; budgets and limits per attempt below)
     let principal = identity.principal();
@@ -282,6 +283,7 @@ async fn run(
                     .as_ref()
                     .map_or_else(chrono::Utc::now, |g| g.started_at),
                 stream_slot,
+                client: client_upstream.as_ref(),
             },
             &mut report,
         )
@@ -683,6 +685,8 @@ struct Call<'a> {
     /// A stream's hold on its deployment (in flight until the stream ends; its completion
     /// tokens counted then).
     stream_slot: Option<StreamSlot>,
+    /// Credentials the client sent in the body ([`crate::clientside`]).
+    client: Option<&'a crate::clientside::ClientUpstream>,
 }
 
 /// What an attempt reports besides its response.
@@ -725,6 +729,7 @@ async fn attempt_once(
         charge,
         started_at,
         stream_slot,
+        client,
     } = call;
     let dialect = endpoint.dialect();
     let timeouts =
@@ -839,6 +844,7 @@ async fn attempt_once(
         extra: &extra,
         call_id,
         client_shortened,
+        client,
     };
     let reply = match send(state, dep, outgoing).await {
         Ok(r) => r,
@@ -997,6 +1003,8 @@ struct Outgoing<'a> {
     call_id: &'a str,
     /// The client asked for a shorter timeout than the deployment's (B31).
     client_shortened: bool,
+    /// Credentials the client sent in the body ([`crate::clientside`]).
+    client: Option<&'a crate::clientside::ClientUpstream>,
 }
 
 async fn send(
@@ -1012,7 +1020,12 @@ async fn send(
         extra,
         call_id,
         client_shortened,
+        client,
     } = out;
+    let mut own = None;
+    let dep = crate::clientside::for_attempt(client, dep, &mut own)
+        .await
+        .map_err(|e| (e, FailureClass::BadRequest))?;
     if let Some(mock) = mock {
         let endpoint = match path {
             "/completions" => Endpoint::Completions,
