@@ -152,7 +152,8 @@ pub async fn for_attempt<'d>(
 ) -> Result<&'d Deployment, GatewayError> {
     match client {
         None => Ok(dep),
-        Some(c) => Ok(own.insert(deployment_for(c, dep).await?)),
+        // Boxed: the slow path's state (a name lookup) stays out of every request's future.
+        Some(c) => Ok(own.insert(Box::pin(deployment_for(c, dep)).await?)),
     }
 }
 
