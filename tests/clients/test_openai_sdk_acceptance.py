@@ -63,8 +63,6 @@ def test_gateway_only_fields_stripped_unknown_kept(gateway_target: Target, mock)
         "tags": ["team-a"],
         "num_retries": 0,
         "cache": {"no-cache": True},
-        "api_base": "http://127.0.0.1:9/v1",
-        "api_key": "sk-client-supplied",
     }
     r = gateway_target.client().chat.completions.create(
         model=model, messages=MESSAGES, extra_body={**unknown, **gateway_only}, temperature=0.25
@@ -79,6 +77,24 @@ def test_gateway_only_fields_stripped_unknown_kept(gateway_target: Target, mock)
     for key in gateway_only:
         assert key not in body, key
     assert seen["headers"]["authorization"] == f"Bearer {UPSTREAM_KEY}"
+
+
+def test_client_chosen_upstream_refused_without_the_deployment_s_leave(gateway_target: Target, mock):
+    """A body's api_base / api_key is a 400 naming it unless the deployment lists it in
+    configurable_clientside_auth_params; nothing reaches any upstream."""
+    model = unique("mock-byok")
+    for extra, param in [
+        ({"api_base": "http://127.0.0.1:9/v1", "api_key": "sk-client-supplied"}, "api_base"),
+        ({"api_key": "sk-client-supplied"}, "api_key"),
+    ]:
+        with pytest.raises(openai.BadRequestError) as info:
+            gateway_target.client(max_retries=0).chat.completions.create(
+                model=model, messages=MESSAGES, extra_body=extra
+            )
+        assert info.value.status_code == 400
+        assert info.value.body["param"] == param
+        assert f"`{param}` is not allowed" in info.value.message
+    assert mock.observations(model) == []
 
 
 def test_upstream_unreachable_is_502(named_target: Target):

@@ -290,6 +290,17 @@ pub(crate) fn string_map<'de, D: Deserializer<'de>>(
     d.deserialize_any(StrMapVisitor)
 }
 
+/// A list of any values; a single value is a one-element list and null an empty one.
+pub(crate) fn value_list<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<serde_json::Value>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Null => Vec::new(),
+        serde_json::Value::Array(v) => v,
+        other => vec![other],
+    })
+}
+
 /// `T::default()` when the YAML value is null (`litellm_settings:` with nothing under it).
 pub(crate) fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where

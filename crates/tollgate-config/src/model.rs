@@ -123,6 +123,13 @@ pub struct LitellmParams {
     #[serde(default, deserialize_with = "lenient::string_list")]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Credentials a client may send in its request body for this deployment (LiteLLM's
+    /// key): field names (`api_key`, `api_base`, `base_url`) or `{api_base: <regex>}` objects,
+    /// which Tollgate also reads `allow_http: true` from. Read by tollgate-providers'
+    /// `clientside` module; empty: a request carrying any credential field is refused.
+    #[serde(default, deserialize_with = "lenient::value_list")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub configurable_clientside_auth_params: Vec<serde_json::Value>,
 
     /// AWS access key id (SigV4).
     #[serde(default)]
@@ -290,6 +297,10 @@ impl fmt::Debug for LitellmParams {
             )
             .field("mock_response", &self.mock_response)
             .field("tags", &self.tags)
+            .field(
+                "configurable_clientside_auth_params",
+                &self.configurable_clientside_auth_params,
+            )
             .field("aws_access_key_id", &self.aws_access_key_id)
             .field("aws_secret_access_key", &self.aws_secret_access_key)
             .field("aws_session_token", &self.aws_session_token)

@@ -33,7 +33,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::deployment::{Deployment, Timeouts};
+use crate::egress::CheckedBase;
 use crate::h1;
+use crate::pinned::{ChosenPool, PinnedDns};
 
 /// Which limit expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,17 +136,24 @@ impl UpstreamError {
 }
 
 /// One shard: hyper-util pools for `https://` by connect timeout, and the idle connections
-/// of the gateway's own HTTP/1.1 client for `http://`.
+/// of the gateway's own HTTP/1.1 client for `http://`; apart from them, the connections to
+/// client-chosen hosts (made to checked addresses only, see [`crate::egress`]), the TLS pool
+/// built on first use.
 #[derive(Debug, Clone)]
 struct Shard {
     pools: BTreeMap<Duration, Pool>,
     plain: h1::Pool,
+    chosen_plain: h1::Pool,
+    chosen_tls: Arc<std::sync::OnceLock<Result<ChosenPool, String>>>,
 }
 
 /// The shared upstream client: per shard (worker thread), one pool per connect timeout.
 #[derive(Debug, Clone)]
 pub struct UpstreamClient {
     shards: Arc<[Shard]>,
+    /// The checked addresses of client-chosen hosts, the only answers the chosen pools' resolver
+    /// gives.
+    pinned: PinnedDns,
 }
 
 /// A deployment's upstream URLs, parsed once per path: a URL parse was ~5 % of the gateway's
@@ -244,6 +253,7 @@ impl UpstreamClient {
         let shard = build_shard(timeouts.into_iter())?;
         Ok(Self {
             shards: Arc::from(vec![shard]),
+            pinned: PinnedDns::default(),
         })
     }
 
@@ -260,6 +270,7 @@ impl UpstreamClient {
         }
         Ok(Self {
             shards: Arc::from(shards),
+            pinned: self.pinned,
         })
     }
 
@@ -285,6 +296,10 @@ impl UpstreamClient {
     /// POSTs `body` (JSON) to `{base_url}{path}` with the deployment's headers plus `extra`
     /// (per-request headers such as a client's `anthropic-beta`; one replaces the deployment's
     /// header of the same name), waiting at most the first-byte limit for the response head.
+    /// A per-request copy with a client-chosen base
+    /// ([`Deployment::with_client_credentials`]) connects only to that base's checked
+    /// addresses, on connections kept apart from the deployments' own. No redirect is
+    /// followed: a 3xx is the response.
     ///
     /// Errors: [`UpstreamError::Connect`] (unreachable, TLS, bad URL), [`UpstreamError::Timeout`]
     /// with [`TimeoutPhase::FirstByte`].
@@ -301,11 +316,12 @@ impl UpstreamClient {
             .headers
             .iter()
             .filter(|(n, _)| !extra.iter().any(|(e, _)| e == n));
+        let pinned = deployment.pinned.as_ref();
         if uri.scheme_str() == Some("http") {
             let fields = std::iter::once((&CONTENT_TYPE, &APPLICATION_JSON))
                 .chain(own.chain(extra).map(|(n, v)| (n, v)));
             return self
-                .send_plain(&Method::POST, &uri, fields, body, timeouts)
+                .send_plain(&Method::POST, &uri, fields, body, timeouts, pinned)
                 .await;
         }
         let mut req = Request::new(Full::new(body));
@@ -317,7 +333,10 @@ impl UpstreamClient {
         for (name, value) in own.chain(extra) {
             h.append(name.clone(), value.clone());
         }
-        self.send(req, timeouts).await
+        match pinned {
+            Some(p) => self.send_chosen(req, timeouts, p).await,
+            None => self.send(req, timeouts).await,
+        }
     }
 
     /// GETs `{base_url}{path}` with the deployment's headers (e.g. retrieving a stored
@@ -331,10 +350,11 @@ impl UpstreamClient {
         timeouts: Timeouts,
     ) -> Result<UpstreamResponse, UpstreamError> {
         let uri = parse_upstream_uri(crate::deployment::join_url(&deployment.base_url, path))?;
+        let pinned = deployment.pinned.as_ref();
         if uri.scheme_str() == Some("http") {
             let fields = deployment.headers.iter().map(|(n, v)| (n, v));
             return self
-                .send_plain(&Method::GET, &uri, fields, Bytes::new(), timeouts)
+                .send_plain(&Method::GET, &uri, fields, Bytes::new(), timeouts, pinned)
                 .await;
         }
         let mut req = Request::new(Full::new(Bytes::new()));
@@ -343,11 +363,15 @@ impl UpstreamClient {
         for (name, value) in &deployment.headers {
             h.append(name.clone(), value.clone());
         }
-        self.send(req, timeouts).await
+        match pinned {
+            Some(p) => self.send_chosen(req, timeouts, p).await,
+            None => self.send(req, timeouts).await,
+        }
     }
 
     /// One exchange with a plain `http://` upstream on the gateway's own HTTP/1.1 client,
-    /// bounded by the first-byte limit until the response head.
+    /// bounded by the first-byte limit until the response head; to a client-chosen host
+    /// (`pinned`), on its own connections to its checked addresses.
     async fn send_plain<'a>(
         &self,
         method: &'a Method,
@@ -355,6 +379,7 @@ impl UpstreamClient {
         fields: impl Iterator<Item = (&'a HeaderName, &'a HeaderValue)>,
         body: Bytes,
         timeouts: Timeouts,
+        pinned: Option<&'a CheckedBase>,
     ) -> Result<UpstreamResponse, UpstreamError> {
         let started = tokio::time::Instant::now();
         let out = h1::Outgoing {
@@ -362,8 +387,15 @@ impl UpstreamClient {
             uri,
             fields,
             body,
+            addrs: pinned.map(CheckedBase::addrs),
         };
-        let exchange = h1::send(&self.shard().plain, out, timeouts.connect);
+        let shard = self.shard();
+        let pool = if pinned.is_some() {
+            &shard.chosen_plain
+        } else {
+            &shard.plain
+        };
+        let exchange = h1::send(pool, out, timeouts.connect);
         let (head, body) = match tokio::time::timeout(timeouts.first_byte, exchange).await {
             Err(_) => {
                 return Err(UpstreamError::Timeout {
@@ -382,6 +414,26 @@ impl UpstreamClient {
         })
     }
 
+    /// One exchange with a client-chosen `https://` host: its checked addresses are pinned for
+    /// the chosen pool's resolver, then the exchange runs on that pool.
+    async fn send_chosen(
+        &self,
+        req: Request<Full<Bytes>>,
+        timeouts: Timeouts,
+        pinned: &CheckedBase,
+    ) -> Result<UpstreamResponse, UpstreamError> {
+        let pool = self.shard().chosen_tls.get_or_init(|| {
+            build_with(
+                HttpConnector::new_with_resolver(self.pinned.clone()),
+                crate::deployment::DEFAULT_CONNECT_TIMEOUT,
+            )
+            .map_err(|e| e.to_string())
+        });
+        let pool = pool.as_ref().map_err(|e| UpstreamError::Build(e.clone()))?;
+        self.pinned.pin(&pinned.host, &pinned.addrs);
+        exchange(pool, req, timeouts).await
+    }
+
     /// One exchange on hyper-util's client (`https://`), bounded by the first-byte limit
     /// until the response head.
     async fn send(
@@ -389,26 +441,37 @@ impl UpstreamClient {
         req: Request<Full<Bytes>>,
         timeouts: Timeouts,
     ) -> Result<UpstreamResponse, UpstreamError> {
-        let pool = self.pool(timeouts.connect)?;
-        let started = tokio::time::Instant::now();
-        let resp = match tokio::time::timeout(timeouts.first_byte, pool.request(req)).await {
-            Err(_) => {
-                return Err(UpstreamError::Timeout {
-                    phase: TimeoutPhase::FirstByte,
-                    limit_ms: timeouts.first_byte.as_millis(),
-                });
-            }
-            Ok(r) => r.map_err(|e| UpstreamError::from_send(e, timeouts.connect))?,
-        };
-        let (parts, body) = resp.into_parts();
-        Ok(UpstreamResponse {
-            status: parts.status,
-            headers: parts.headers,
-            body: ResponseBody::Hyper(body),
-            timeouts,
-            started,
-        })
+        exchange(self.pool(timeouts.connect)?, req, timeouts).await
     }
+}
+
+/// One exchange on a hyper-util pool, bounded by the first-byte limit until the response head.
+async fn exchange<C>(
+    pool: &Client<C, Full<Bytes>>,
+    req: Request<Full<Bytes>>,
+    timeouts: Timeouts,
+) -> Result<UpstreamResponse, UpstreamError>
+where
+    C: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
+{
+    let started = tokio::time::Instant::now();
+    let resp = match tokio::time::timeout(timeouts.first_byte, pool.request(req)).await {
+        Err(_) => {
+            return Err(UpstreamError::Timeout {
+                phase: TimeoutPhase::FirstByte,
+                limit_ms: timeouts.first_byte.as_millis(),
+            });
+        }
+        Ok(r) => r.map_err(|e| UpstreamError::from_send(e, timeouts.connect))?,
+    };
+    let (parts, body) = resp.into_parts();
+    Ok(UpstreamResponse {
+        status: parts.status,
+        headers: parts.headers,
+        body: ResponseBody::Hyper(body),
+        timeouts,
+        started,
+    })
 }
 
 /// GETs `url` (e.g. a remote price map) with a one-off pool: at most `limit` bytes within
@@ -429,7 +492,10 @@ pub async fn fetch(url: &str, limit: usize, timeout: Duration) -> Result<Bytes, 
         shards: Arc::from(vec![Shard {
             pools: BTreeMap::from([(timeouts.connect, pool)]),
             plain: h1::Pool::default(),
+            chosen_plain: h1::Pool::default(),
+            chosen_tls: Arc::default(),
         }]),
+        pinned: PinnedDns::default(),
     };
     let resp = if uri.scheme_str() == Some("http") {
         client
@@ -439,6 +505,7 @@ pub async fn fetch(url: &str, limit: usize, timeout: Duration) -> Result<Bytes, 
                 std::iter::empty(),
                 Bytes::new(),
                 timeouts,
+                None,
             )
             .await?
     } else {
@@ -469,6 +536,8 @@ fn build_shard(connect_timeouts: impl Iterator<Item = Duration>) -> Result<Shard
             .map(|t| Ok((t, build(t)?)))
             .collect::<Result<_, UpstreamError>>()?,
         plain: h1::Pool::default(),
+        chosen_plain: h1::Pool::default(),
+        chosen_tls: Arc::default(),
     })
 }
 
@@ -480,7 +549,24 @@ static APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/jso
 /// silence), up to 1,024 per host. A provider's redirect is the client's business: none is
 /// followed (it is relayed as is, as the official SDKs would see it).
 fn build(connect: Duration) -> Result<Pool, UpstreamError> {
-    let mut tcp = HttpConnector::new();
+    build_with(HttpConnector::new(), connect)
+}
+
+/// A pool over `tcp` (its resolver decides which addresses are connected to), as [`build`].
+fn build_with<R>(
+    mut tcp: HttpConnector<R>,
+    connect: Duration,
+) -> Result<Client<HttpsConnector<HttpConnector<R>>, Full<Bytes>>, UpstreamError>
+where
+    R: tower_service::Service<hyper_util::client::legacy::connect::dns::Name>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    R::Response: Iterator<Item = std::net::SocketAddr>,
+    R::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    R::Future: Send,
+{
     tcp.set_connect_timeout(Some(connect));
     tcp.set_nodelay(true);
     // `https` URLs pass through to the TLS layer.
@@ -562,148 +648,5 @@ impl UpstreamResponse {
 }
 
 #[cfg(test)]
-mod pick_tests {
-    use super::*;
-
-    #[test]
-    fn a_missing_connect_timeout_uses_the_nearest_longer_client() {
-        let s = Duration::from_secs;
-        let m = BTreeMap::from([(s(1), "1s"), (s(5), "5s")]);
-        assert_eq!(pick(&m, s(1)), Some(&"1s"));
-        assert_eq!(pick(&m, Duration::from_millis(300)), Some(&"1s"));
-        assert_eq!(pick(&m, s(2)), Some(&"5s"));
-        assert_eq!(pick(&m, s(9)), Some(&"5s"));
-        assert_eq!(pick(&BTreeMap::<Duration, u8>::new(), s(1)), None);
-    }
-
-    #[test]
-    fn endpoint_urls_parse_once_per_path_and_stay_bounded() {
-        let urls = EndpointUrls::default();
-        let base = "http://127.0.0.1:9/v1";
-        let a = urls.get(base, "/chat/completions").unwrap();
-        assert_eq!(a.to_string(), "http://127.0.0.1:9/v1/chat/completions");
-        assert_eq!(urls.get(base, "/chat/completions").unwrap(), a);
-        assert_eq!(urls.0.read().unwrap().len(), 1);
-        for i in 0..20 {
-            let u = urls.get(base, &format!("/responses/resp_{i}")).unwrap();
-            assert_eq!(u.path(), format!("/v1/responses/resp_{i}"));
-        }
-        assert_eq!(urls.0.read().unwrap().len(), EndpointUrls::MAX);
-        for bad in ["not a url", "/relative", "ftp://host", "http://"] {
-            assert!(
-                matches!(urls.get(bad, "/x"), Err(UpstreamError::Connect(_))),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn each_worker_thread_uses_its_own_shard() {
-        let one = UpstreamClient::new(std::iter::empty()).unwrap();
-        assert_eq!(one.shard_count(), 1);
-        let three = one.with_shards(3).unwrap();
-        assert_eq!(three.shard_count(), 3);
-        let t = crate::deployment::DEFAULT_CONNECT_TIMEOUT;
-        let on = |i: usize| {
-            let c = three.clone();
-            std::thread::spawn(move || {
-                bind_thread_to_shard(i);
-                let shard = SHARD.with(Cell::get) % c.shards.len();
-                // The pick is the shard's own client object.
-                std::ptr::eq(c.pool(t).unwrap(), &c.shards[shard].pools[&t]) as usize * 10 + shard
-            })
-            .join()
-            .unwrap()
-        };
-        assert_eq!(on(0), 10);
-        assert_eq!(on(2), 12);
-        assert_eq!(on(4), 11);
-    }
-}
-
-#[cfg(test)]
-mod fetch_tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-    /// A loopback server that answers every connection with `response` (raw HTTP/1.1) and
-    /// hands back the request head it read.
-    async fn serve_once(response: &'static [u8]) -> (String, tokio::task::JoinHandle<String>) {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
-            let (mut sock, _) = listener.accept().await.unwrap();
-            let mut head = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                let n = sock.read(&mut buf).await.unwrap();
-                if n == 0 {
-                    break;
-                }
-                head.extend_from_slice(&buf[..n]);
-            }
-            sock.write_all(response).await.unwrap();
-            sock.shutdown().await.ok();
-            String::from_utf8(head).unwrap()
-        });
-        (format!("http://{addr}"), task)
-    }
-
-    #[tokio::test]
-    async fn fetch_returns_the_body_of_a_2xx() {
-        let (base, seen) = serve_once(
-            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"gpt\": {}}",
-        )
-        .await;
-        let body = fetch(&format!("{base}/prices.json"), 1024, Duration::from_secs(5))
-            .await
-            .unwrap();
-        assert_eq!(&body[..], b"{\"gpt\": {}}");
-        let head = seen.await.unwrap();
-        assert!(head.starts_with("GET /prices.json HTTP/1.1\r\n"), "{head}");
-        assert!(
-            head.to_ascii_lowercase().contains("host: 127.0.0.1:"),
-            "{head}"
-        );
-    }
-
-    #[tokio::test]
-    async fn fetch_refuses_a_non_2xx_and_a_body_over_the_limit() {
-        let (base, _) =
-            serve_once(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                .await;
-        let e = fetch(&base, 1024, Duration::from_secs(5))
-            .await
-            .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "could not reach the upstream: the server answered HTTP 404"
-        );
-        let (base, _) = serve_once(
-            b"HTTP/1.1 200 OK\r\ncontent-length: 20\r\nconnection: close\r\n\r\n01234567890123456789",
-        )
-        .await;
-        let e = fetch(&base, 10, Duration::from_secs(5)).await.unwrap_err();
-        assert!(matches!(e, UpstreamError::TooLarge { limit: 10 }), "{e:?}");
-    }
-
-    #[tokio::test]
-    async fn a_refused_connection_is_a_connect_error_with_its_cause() {
-        // Bind then drop: nothing listens on the port afterwards.
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let e = fetch(
-            &format!("http://127.0.0.1:{port}/x"),
-            1024,
-            Duration::from_secs(5),
-        )
-        .await
-        .unwrap_err();
-        let UpstreamError::Connect(msg) = &e else {
-            panic!("{e:?}")
-        };
-        assert!(msg.to_lowercase().contains("refused"), "{msg}");
-    }
-}
+#[path = "client_tests.rs"]
+mod tests;

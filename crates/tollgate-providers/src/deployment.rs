@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 
+use crate::clientside::ClientsideAuth;
+use crate::egress::CheckedBase;
 use crate::table::{AuthStyle, ProviderSpec, WireDialect, provider_spec};
 
 /// Default total timeout when neither the deployment nor `litellm_settings.request_timeout`
@@ -145,6 +147,8 @@ pub struct DeploymentSpec {
     pub mock_response: Option<String>,
     /// `model_info.mode` (`chat`, `embedding`, ...): what a health check sends.
     pub mode: Option<String>,
+    /// `configurable_clientside_auth_params`, as written (see [`crate::clientside`]).
+    pub clientside_auth_params: Vec<serde_json::Value>,
 }
 
 /// Why a deployment cannot be built. Never carries a secret.
@@ -180,6 +184,14 @@ pub enum DeploymentError {
         /// Header name (the value is not shown: it may be secret).
         name: String,
     },
+    /// `configurable_clientside_auth_params` cannot be read.
+    #[error("deployment '{id}': litellm_params.configurable_clientside_auth_params: {error}")]
+    ClientsideAuth {
+        /// Deployment id.
+        id: String,
+        /// What is wrong with which entry.
+        error: crate::clientside::ClientsideAuthError,
+    },
 }
 
 /// A deployment ready to call. Cheap to share behind an `Arc`.
@@ -210,6 +222,11 @@ pub struct Deployment {
     pub mock: Option<MockBehaviour>,
     /// `model_info.mode` (`chat`, `embedding`, ...), as configured.
     pub mode: Option<String>,
+    /// Which client-side credentials a request may bring (`configurable_clientside_auth_params`).
+    pub clientside: ClientsideAuth,
+    /// Set on a per-request copy whose base a client chose: the checked addresses, the only
+    /// ones the client connects to ([`Deployment::with_client_credentials`]).
+    pub(crate) pinned: Option<CheckedBase>,
     /// `{base_url}{path}` parsed once per path called (see [`crate::client::EndpointUrls`]).
     pub(crate) urls: crate::client::EndpointUrls,
 }
@@ -241,15 +258,7 @@ impl Deployment {
             .or_else(|| provider.api_base_env.iter().find_map(|v| env(v)))
             .or(provider.default_api_base.map(str::to_owned));
         let base_url = match (base, &mock) {
-            (Some(b), _) if provider.dialect == WireDialect::Anthropic => {
-                // LiteLLM configs write the Anthropic base with or without the path.
-                with_query(&b, |path| {
-                    let t = path.trim_end_matches('/');
-                    let t = t.strip_suffix("/v1/messages").unwrap_or(t);
-                    t.strip_suffix("/v1").unwrap_or(t).to_owned()
-                })
-            }
-            (Some(b), _) => with_query(&b, |path| normalise_base(path, provider.base_suffix)),
+            (Some(b), _) => provider_base(provider, &b),
             (None, Some(_)) => String::new(),
             (None, None) => {
                 return Err(DeploymentError::MissingApiBase {
@@ -268,14 +277,7 @@ impl Deployment {
             name: name.to_owned(),
         };
         if let Some(key) = key {
-            let (name, value) = match provider.auth {
-                AuthStyle::Bearer => (http::header::AUTHORIZATION, format!("Bearer {key}")),
-                AuthStyle::ApiKeyHeader => (HeaderName::from_static("api-key"), key),
-                AuthStyle::XApiKey => (HeaderName::from_static("x-api-key"), key),
-            };
-            let mut value = HeaderValue::from_str(&value).map_err(|_| bad(name.as_str()))?;
-            value.set_sensitive(true);
-            headers.push((name, value));
+            headers.push(auth_header(provider, &key).map_err(|name| bad(name.as_str()))?);
         }
         if provider.dialect == WireDialect::Anthropic
             && !spec
@@ -283,10 +285,7 @@ impl Deployment {
                 .iter()
                 .any(|(k, _)| k.eq_ignore_ascii_case("anthropic-version"))
         {
-            headers.push((
-                HeaderName::from_static("anthropic-version"),
-                HeaderValue::from_static(ANTHROPIC_VERSION),
-            ));
+            headers.push(anthropic_version());
         }
         if let Some(org) = spec.organization.filter(|o| !o.is_empty()) {
             let value = HeaderValue::from_str(&org).map_err(|_| bad("openai-organization"))?;
@@ -302,6 +301,12 @@ impl Deployment {
             .into_iter()
             .map(|(k, v)| (k, v.to_string()))
             .collect();
+        let clientside = ClientsideAuth::parse(&spec.clientside_auth_params).map_err(|error| {
+            DeploymentError::ClientsideAuth {
+                id: spec.id.clone(),
+                error,
+            }
+        })?;
         Ok(Deployment {
             timeouts: Timeouts::from_litellm(spec.timeout_s, spec.stream_timeout_s),
             max_response_bytes: if spec.max_response_bytes == 0 {
@@ -319,6 +324,8 @@ impl Deployment {
             defaults,
             mock,
             mode: spec.mode,
+            clientside,
+            pinned: None,
             urls: Default::default(),
         })
     }
@@ -335,6 +342,53 @@ impl Deployment {
         } else {
             self.provider.dialect
         }
+    }
+}
+
+/// The provider's auth header carrying `key` (marked sensitive).
+///
+/// Errors: the header's name when `key` cannot be a header value.
+pub(crate) fn auth_header(
+    provider: &ProviderSpec,
+    key: &str,
+) -> Result<(HeaderName, HeaderValue), HeaderName> {
+    let name = auth_header_name(provider);
+    let text = match provider.auth {
+        AuthStyle::Bearer => format!("Bearer {key}"),
+        AuthStyle::ApiKeyHeader | AuthStyle::XApiKey => key.to_owned(),
+    };
+    let mut value = HeaderValue::from_str(&text).map_err(|_| name.clone())?;
+    value.set_sensitive(true);
+    Ok((name, value))
+}
+
+pub(crate) fn auth_header_name(provider: &ProviderSpec) -> HeaderName {
+    match provider.auth {
+        AuthStyle::Bearer => http::header::AUTHORIZATION,
+        AuthStyle::ApiKeyHeader => HeaderName::from_static("api-key"),
+        AuthStyle::XApiKey => HeaderName::from_static("x-api-key"),
+    }
+}
+
+pub(crate) fn anthropic_version() -> (HeaderName, HeaderValue) {
+    (
+        HeaderName::from_static("anthropic-version"),
+        HeaderValue::from_static(ANTHROPIC_VERSION),
+    )
+}
+
+/// A configured or client-chosen `api_base` as the provider's base URL: LiteLLM configs write
+/// the Anthropic base with or without `/v1/messages`; others get the provider's suffix
+/// (Ollama's `/v1`) and lose a trailing `/`. A query stays after the path.
+pub(crate) fn provider_base(provider: &ProviderSpec, base: &str) -> String {
+    if provider.dialect == WireDialect::Anthropic {
+        with_query(base, |path| {
+            let t = path.trim_end_matches('/');
+            let t = t.strip_suffix("/v1/messages").unwrap_or(t);
+            t.strip_suffix("/v1").unwrap_or(t).to_owned()
+        })
+    } else {
+        with_query(base, |path| normalise_base(path, provider.base_suffix))
     }
 }
 

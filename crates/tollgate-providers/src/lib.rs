@@ -9,10 +9,17 @@
 //!   with separate connect / first-byte / idle-gap / total timeouts and a response size bound.
 //! - `h1`: the HTTP/1.1 exchange the client runs for plain `http://` upstreams in the
 //!   request's own task.
+//! - [`clientside`] and [`egress`]: credentials and upstream hosts a client chooses in its
+//!   request body, where the deployment allows it: which fields, which hosts (never this
+//!   machine, a private network or a metadata service), and the addresses connected to.
 
 pub mod client;
+mod client_credentials;
+pub mod clientside;
 pub mod deployment;
+pub mod egress;
 mod h1;
+mod pinned;
 pub mod table;
 
 pub use client::{UpstreamClient, UpstreamError, UpstreamResponse, bind_thread_to_shard};

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use std::time::Instant;
 
+use tollgate_protocol::model_name::wildcard_match;
+
 use crate::config::RouterConfig;
 use crate::group::{ModelGroup, RoutedDeployment};
 use crate::rng::SharedRng;
@@ -31,8 +33,8 @@ pub enum RouteError {
 #[derive(Debug)]
 pub struct Router {
     groups: HashMap<String, Arc<ModelGroup>>,
-    /// Wildcard groups in config order, as (prefix, suffix, group) of a single-`*` pattern.
-    wildcards: Vec<(String, String, Arc<ModelGroup>)>,
+    /// Wildcard groups in config order.
+    wildcards: Vec<Arc<ModelGroup>>,
     aliases: HashMap<String, String>,
     /// Public names in config order, for listings.
     names: Vec<String>,
@@ -109,10 +111,7 @@ impl Router {
         for g in prepared {
             let g = Arc::new(g);
             if g.wildcard {
-                if let Some((pre, suf)) = g.name.split_once('*') {
-                    r.wildcards
-                        .push((pre.to_owned(), suf.to_owned(), Arc::clone(&g)));
-                }
+                r.wildcards.push(Arc::clone(&g));
             } else {
                 r.names.push(g.name.clone());
             }
@@ -175,21 +174,24 @@ impl Router {
     }
 
     /// The group for a name (after alias mapping), with the byte range of `name` a wildcard
-    /// matched.
+    /// matched. Wildcard groups match by [`tollgate_protocol::model_name::wildcard_match`], the
+    /// rule of every model access list: `openai/*` takes `openai/<non-empty rest>` only.
     fn match_group(&self, name: &str) -> Option<(&Arc<ModelGroup>, Option<ByteRange>)> {
         if let Some(g) = self.groups.get(name) {
             return Some((g, None));
         }
-        // Longest prefix wins among wildcard groups, so "openai/*" beats "*".
-        self.wildcards
-            .iter()
-            .filter(|(pre, suf, _)| {
-                name.len() >= pre.len() + suf.len()
-                    && name.starts_with(pre.as_str())
-                    && name.ends_with(suf.as_str())
-            })
-            .max_by_key(|(pre, suf, _)| pre.len() + suf.len())
-            .map(|(pre, suf, g)| (g, Some((pre.len(), name.len() - suf.len()))))
+        // The most literal text wins among wildcard groups, so "openai/*" beats "*"; the first
+        // in config order among equals.
+        let mut best: Option<(&Arc<ModelGroup>, ByteRange, usize)> = None;
+        for g in &self.wildcards {
+            if let Some(range) = wildcard_match(&g.name, name) {
+                let literal = g.name.len() - g.name.matches('*').count();
+                if best.is_none_or(|(_, _, l)| literal > l) {
+                    best = Some((g, range, literal));
+                }
+            }
+        }
+        best.map(|(g, range, _)| (g, Some(range)))
     }
 
     /// The group a name resolves to, with the wildcard-matched part copied out (`None` for
@@ -302,6 +304,34 @@ mod tests {
         assert_eq!(any.deployment.deployment.id, "any");
         assert_eq!(any.upstream_model, "llama-3");
         assert_eq!(r.public_names().collect::<Vec<_>>(), vec!["gpt", "fast"]);
+    }
+
+    /// A wildcard group takes its first segment followed by a non-empty rest, nothing else.
+    #[test]
+    fn wildcard_groups_match_whole_first_segments() {
+        let r = Router::new(
+            vec![ModelGroup::new(
+                "bedrock/*".into(),
+                vec![dep("b", "bedrock/*", "*", 1.0, 1)],
+            )],
+            HashMap::new(),
+        );
+        let ok = r.route("bedrock/anthropic.claude-3").unwrap();
+        assert_eq!(ok.upstream_model, "anthropic.claude-3");
+        for name in [
+            "bedrockz/x",
+            "bedrock-evil/x",
+            "BEDROCK/x",
+            "bedrock",
+            "bedrock/",
+            "bedrock/../x",
+        ] {
+            assert_eq!(
+                r.route(name).unwrap_err(),
+                RouteError::ModelNotFound(name.into()),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -50,7 +50,8 @@ pub struct HealthQuery {
 }
 
 /// The handler. Errors: 401 without a valid key, 403 for a key other than the master key,
-/// 404 `model_not_found` for a `model` that routes to no deployment.
+/// 400 `invalid_model_name` for a `model` the gate refuses (`a/../b`), 404 `model_not_found`
+/// for a `model` that routes to no deployment.
 pub async fn health(
     State(s): State<Arc<AppState>>,
     headers: HeaderMap,
@@ -67,6 +68,11 @@ pub async fn health(
             .into_response();
         }
         Err(e) => return GatewayError::from(e.envelope()).into_response(),
+    }
+    if let Some(m) = &q.model
+        && let Err(e) = crate::model_names::check(m, "model")
+    {
+        return e.into_response();
     }
     let router = s.router.load_full();
     // (model group, deployment, upstream model to ask for)

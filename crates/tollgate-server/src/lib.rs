@@ -13,12 +13,14 @@
 pub mod anthropic_metadata;
 pub mod auth;
 pub mod check_config;
+pub mod clientside;
 pub mod errors;
 pub mod gate;
 pub mod headers;
 pub mod health;
 pub mod malloc;
 pub mod mock_provider;
+pub mod model_names;
 pub mod pipeline;
 pub mod plan;
 pub mod relay;

@@ -138,8 +138,10 @@ async fn run(
         .authenticate(headers, state.gov())
         .map_err(|e| GatewayError::from(e.envelope()))?;
 
-    // 2. parse once
+    // 2. parse once; refuse a model name that could leave a provider's URL path
     let req = ParsedRequest::parse(body, endpoint)?;
+    crate::model_names::check(&req.model, "model")?;
+    let client_upstream = crate::clientside::ClientUpstream::from_request(&req)?;
 
     // 3. admit (model access now; budgets and limits per attempt below)
     let principal = identity.principal();
@@ -173,7 +175,7 @@ async fn run(
     };
     let policy = RequestPolicy {
         num_retries,
-        fallbacks: req.fallbacks()?,
+        fallbacks: crate::model_names::checked_fallbacks(req.fallbacks()?)?,
         prompt_tokens: (body.len() / 4) as u64,
         stream: req.stream,
     };
@@ -279,6 +281,7 @@ async fn run(
                     .as_ref()
                     .map_or_else(chrono::Utc::now, |g| g.started_at),
                 stream_slot,
+                client: client_upstream.as_ref(),
             },
             &mut report,
         )
@@ -680,6 +683,8 @@ struct Call<'a> {
     /// A stream's hold on its deployment (in flight until the stream ends; its completion
     /// tokens counted then).
     stream_slot: Option<StreamSlot>,
+    /// Credentials the client sent in the body ([`crate::clientside`]).
+    client: Option<&'a crate::clientside::ClientUpstream>,
 }
 
 /// What an attempt reports besides its response.
@@ -722,6 +727,7 @@ async fn attempt_once(
         charge,
         started_at,
         stream_slot,
+        client,
     } = call;
     let dialect = endpoint.dialect();
     let timeouts =
@@ -840,7 +846,8 @@ async fn attempt_once(
         extra: &extra,
         call_id,
         client_shortened,
-        client: dialect,
+        client_dialect: dialect,
+        client_upstream: client,
     };
     let reply = match send(state, dep, outgoing).await {
         Ok(r) => r,
@@ -1004,7 +1011,9 @@ struct Outgoing<'a> {
     /// The client asked for a shorter timeout than the deployment's (B31).
     client_shortened: bool,
     /// The client's dialect (an error in a stream's first event is answered in it).
-    client: tollgate_protocol::Dialect,
+    client_dialect: tollgate_protocol::Dialect,
+    /// Credentials the client sent in the body ([`crate::clientside`]).
+    client_upstream: Option<&'a crate::clientside::ClientUpstream>,
 }
 
 async fn send(
@@ -1020,13 +1029,18 @@ async fn send(
         extra,
         call_id,
         client_shortened,
-        client,
+        client_dialect,
+        client_upstream,
     } = out;
     let peek = Peek {
         idle: timeouts.idle,
-        client,
+        client: client_dialect,
         client_shortened,
     };
+    let mut own = None;
+    let dep = crate::clientside::for_attempt(client_upstream, dep, &mut own)
+        .await
+        .map_err(|e| (e, FailureClass::BadRequest))?;
     if let Some(mock) = mock {
         let endpoint = match path {
             "/completions" => Endpoint::Completions,

@@ -287,12 +287,16 @@ pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
     names
 }
 
-/// `GET /v1/models/{id}`.
+/// `GET /v1/models/{id}`. The id comes percent-decoded from the path: a name the gate refuses
+/// (`a%2F..%2Fb`) is a 400, as in a request body.
 async fn model(State(s): State<Arc<AppState>>, h: HeaderMap, Path(id): Path<String>) -> Response {
     let identity = match s.auth.authenticate(&h, s.gov()) {
         Ok(i) => i,
         Err(e) => return GatewayError::from(e.envelope()).into_response(),
     };
+    if let Err(e) = crate::model_names::check(&id, "model") {
+        return e.into_response();
+    }
     if visible_models(&s, &identity).contains(&id) {
         return axum::Json(model_object(&id)).into_response();
     }

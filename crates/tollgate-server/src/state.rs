@@ -286,6 +286,7 @@ fn deployment_spec(config: &Config, entry: &ModelEntry) -> DeploymentSpec {
         max_response_bytes: mb(config.general_settings.max_response_size_mb).unwrap_or(0),
         mock_response,
         mode: entry.model_info.mode.clone(),
+        clientside_auth_params: p.configurable_clientside_auth_params.clone(),
     }
 }
 

@@ -8,11 +8,18 @@
 //! (`openai/*`). On a key, `all-team-models` defers to the team; `no-default-models` alone
 //! allows nothing but the access groups beside it.
 //!
+//! Wildcards follow [`tollgate_protocol::model_name`], the rule the router's wildcard groups
+//! use too: `bedrock/*` admits `bedrock/<non-empty rest>` and nothing else (not `bedrockz/x`,
+//! `BEDROCK/x`, `bedrock` or `bedrock/`). An access group's members are matched by the same
+//! rule, so a group holding the deployment `openai/*` admits `openai/gpt-4o`.
+//!
 //! The name checked is the one that will actually be called: after key/team aliases and the
 //! router's `model_group_alias`, the model group's name — or, for a wildcard group, the
 //! concrete model name requested — never just the name the client wrote.
 
 use std::collections::HashMap;
+
+use tollgate_protocol::model_name::entry_admits;
 
 use super::principal::Principal;
 
@@ -64,8 +71,8 @@ impl DeniedBy {
     }
 }
 
-/// Whether the list `models` allows `name` (see the module docs). `team_defers` makes
-/// `all-team-models` allow everything (the team layer decides).
+/// Whether the list `models` allows `name` (see the module docs). `all-team-models` allows
+/// everything here (the team layer decides).
 pub fn list_allows(models: &[String], name: &str, groups: &AccessGroups) -> bool {
     if models.is_empty() {
         return true;
@@ -73,14 +80,11 @@ pub fn list_allows(models: &[String], name: &str, groups: &AccessGroups) -> bool
     models.iter().any(|m| match m.as_str() {
         "all-proxy-models" | "*" | "all-team-models" => true,
         "no-default-models" => false,
-        m if m == name => true,
         m => {
-            groups.get(m).is_some_and(|g| g.iter().any(|x| x == name))
-                || m.split_once('*').is_some_and(|(pre, suf)| {
-                    name.len() >= pre.len() + suf.len()
-                        && name.starts_with(pre)
-                        && name.ends_with(suf)
-                })
+            entry_admits(m, name)
+                || groups
+                    .get(m)
+                    .is_some_and(|g| g.iter().any(|x| entry_admits(x, name)))
         }
     })
 }
@@ -152,6 +156,7 @@ mod tests {
         assert!(!list_allows(&v(&["grp"]), "model-c", &g));
         assert!(list_allows(&v(&["openai/*"]), "openai/gpt-4o", &g));
         assert!(!list_allows(&v(&["openai/*"]), "anthropic/claude", &g));
+        assert!(!list_allows(&v(&["openai/*"]), "openai/", &g));
         assert!(!list_allows(
             &v(&["openai/gpt-4o-mini"]),
             "openai/gpt-4o",
@@ -163,6 +168,45 @@ mod tests {
             "model-a",
             &g
         ));
+    }
+
+    /// One wildcard rule in every list: key, team, user and the access groups beside them.
+    #[test]
+    fn wildcards_admit_their_first_segment_in_every_list() {
+        let g = AccessGroups::from_pairs([("cloud", "bedrock/*"), ("cloud", "gpt-4o")]);
+        let refused = [
+            "bedrockz/x",
+            "bedrock-evil/x",
+            "BEDROCK/x",
+            "bedrock",
+            "bedrock/",
+            "bedrock/../x",
+            "bedrock//x",
+        ];
+        for list in [&["bedrock/*"][..], &["cloud"][..]] {
+            assert!(list_allows(&v(list), "bedrock/anthropic.claude-3", &g));
+            for name in refused {
+                assert!(!list_allows(&v(list), name, &g), "{list:?} {name}");
+            }
+        }
+        let layers = [
+            principal(&["bedrock/*"], None, None),
+            principal(&[], Some(&["bedrock/*"]), None),
+            principal(&[], None, Some(&["bedrock/*"])),
+            principal(&["cloud"], None, None),
+        ];
+        let by = [
+            Some(DeniedBy::Key),
+            Some(DeniedBy::Team),
+            Some(DeniedBy::User),
+            Some(DeniedBy::Key),
+        ];
+        for (p, by) in layers.iter().zip(by) {
+            assert_eq!(p.model_denial("bedrock/anthropic.claude-3", &g), None);
+            for name in refused {
+                assert_eq!(p.model_denial(name, &g), by, "{name}");
+            }
+        }
     }
 
     #[test]

@@ -36,12 +36,15 @@ pub(crate) enum ExchangeError {
 
 /// What to send: the request line's method and target, the header fields besides `host` and
 /// `content-length`, and the whole body (`content-length` is sent when the method carries
-/// one, even when it is empty).
+/// one, even when it is empty). `addrs`, when set, are the only addresses a new connection
+/// may go to (a client-chosen host, checked by [`crate::egress::check_base`]); the URI's host
+/// is then not looked up again.
 pub(crate) struct Outgoing<'r, F> {
     pub method: &'r Method,
     pub uri: &'r Uri,
     pub fields: F,
     pub body: Bytes,
+    pub addrs: Option<&'r [std::net::SocketAddr]>,
 }
 
 /// Sends the request on an idle connection to the URI's host when one is kept, else on a
@@ -89,7 +92,10 @@ where
             Ok(done) => return Ok(done),
         }
     }
-    let stream = connect(out.uri, connect_limit).await?;
+    let stream = match out.addrs {
+        Some(addrs) => connect_pinned(addrs, connect_limit).await?,
+        None => connect(out.uri, connect_limit).await?,
+    };
     exchange(
         Conn::new(stream, pool, authority),
         &request,
@@ -238,6 +244,19 @@ async fn connect(uri: &Uri, limit: Duration) -> Result<TcpStream, ExchangeError>
         }
         Ok(r) => r,
         Err(_) => Err(ExchangeError::ConnectTimeout(limit)),
+    }
+}
+
+/// A new connection to one of `addrs` (already resolved and checked), within `limit`.
+async fn connect_pinned(
+    addrs: &[std::net::SocketAddr],
+    limit: Duration,
+) -> Result<TcpStream, ExchangeError> {
+    match connect_in_turn(addrs, tokio::time::Instant::now() + limit).await {
+        Err(ExchangeError::Connect(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+            Err(ExchangeError::ConnectTimeout(limit))
+        }
+        r => r,
     }
 }
 

@@ -117,6 +117,7 @@ async fn call(
             uri: &uri,
             fields: fields.iter().map(|(n, v)| (n, v)),
             body: Bytes::from_static(body.as_bytes()),
+            addrs: None,
         },
         Duration::from_secs(2),
     )
@@ -338,6 +339,7 @@ async fn an_answer_before_the_whole_body_was_sent_is_taken() {
             uri: &uri,
             fields: std::iter::empty(),
             body: Bytes::from(vec![b'x'; 4 << 20]),
+            addrs: None,
         },
         Duration::from_secs(2),
     );
