@@ -21,6 +21,7 @@ pub mod egress;
 mod h1;
 mod pinned;
 pub mod table;
+mod upstream_error;
 
 pub use client::{UpstreamClient, UpstreamError, UpstreamResponse, bind_thread_to_shard};
 pub use deployment::{Deployment, DeploymentError, DeploymentSpec, Timeouts};
