@@ -611,8 +611,9 @@ async fn latency_routing_moves_traffic_off_a_slow_deployment() {
     ));
     burst(&gw, "lat", 64).await;
     calls(&m);
-    // Make one deployment 10x slower; within 200 requests >= 90 % of traffic leaves it.
-    script(&m, json!({"key": "slow", "default": {"delay_ms": 20}}));
+    // Make one deployment 30x slower (60 ms: well above a loaded debug build's own jitter);
+    // within 200 requests >= 90 % of traffic leaves it.
+    script(&m, json!({"key": "slow", "default": {"delay_ms": 60}}));
     let c = client();
     for _ in 0..200 {
         let r = c
