@@ -148,12 +148,13 @@ impl ClientUpstream {
 pub async fn for_attempt<'d>(
     client: Option<&ClientUpstream>,
     dep: &'d Deployment,
-    own: &'d mut Option<Deployment>,
+    own: &'d mut Option<Box<Deployment>>,
 ) -> Result<&'d Deployment, GatewayError> {
     match client {
         None => Ok(dep),
-        // Boxed: the slow path's state (a name lookup) stays out of every request's future.
-        Some(c) => Ok(own.insert(Box::pin(deployment_for(c, dep)).await?)),
+        // Boxed, as is the copy: the slow path's state (a name lookup, a whole deployment)
+        // stays out of every request's future.
+        Some(c) => Ok(own.insert(Box::new(Box::pin(deployment_for(c, dep)).await?))),
     }
 }
 

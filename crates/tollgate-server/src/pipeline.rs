@@ -1058,7 +1058,7 @@ async fn send(
                     body: b,
                 },
                 MockAnswer::Stream(s) => Reply::Stream {
-                    body: first_event::peek(s, &HeaderMap::new(), peek).await?,
+                    body: Box::pin(first_event::peek(s, &HeaderMap::new(), peek)).await?,
                     headers: HeaderMap::new(),
                 },
             },
@@ -1080,7 +1080,9 @@ async fn send(
     let headers = std::mem::take(&mut upstream.headers);
     if status.is_success() && is_event_stream(&headers) {
         // The first event decides: an error there fails the attempt before the head is sent.
-        let body = first_event::peek(Box::pin(upstream.into_stream()), &headers, peek).await?;
+        // Boxed: the peek's state stays out of the future of every request (streams only).
+        let stream = Box::pin(upstream.into_stream());
+        let body = Box::pin(first_event::peek(stream, &headers, peek)).await?;
         return Ok(Reply::Stream { headers, body });
     }
     let limit = if status.is_success() {

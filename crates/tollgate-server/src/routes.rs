@@ -122,7 +122,10 @@ pub async fn inference(
     body: Result<Bytes, BodyError>,
 ) -> Response {
     match body {
-        Ok(b) => pipeline::handle(state, endpoint, headers, b).await,
+        // Boxed: the pipeline's state (~8 KB at its largest suspension point) is built once on
+        // the heap instead of being copied into each enclosing future (hyper's dispatcher, the
+        // service's `Either`, this function's own state) as it is moved.
+        Ok(b) => Box::pin(pipeline::handle(state, endpoint, headers, b)).await,
         Err(rej) => {
             let message = if rej.status == StatusCode::PAYLOAD_TOO_LARGE {
                 format!(
