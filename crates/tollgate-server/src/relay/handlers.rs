@@ -80,9 +80,11 @@ fn event_name(raw: &[u8]) -> &[u8] {
 }
 
 /// OpenAI chunks relayed to an OpenAI client. With `strip_usage` (the gateway forced
-/// `include_usage` on a client that did not ask), each chunk's top-level `"usage": null`
-/// member and the final `choices: []` usage chunk are removed, however the upstream formats
-/// its JSON.
+/// `include_usage` on a client that did not ask), every usage member the gateway caused is
+/// removed, however the upstream formats its JSON: each chunk's top-level `usage` (the
+/// `"usage": null` of content chunks, and the usage object an upstream puts on every content
+/// chunk, as vLLM's `continuous_usage_stats` does) and the final `choices: []` usage chunk;
+/// the last usage seen is still kept for billing.
 #[derive(Debug)]
 pub struct OpenAiPassthrough {
     strip_usage: bool,
@@ -112,14 +114,21 @@ impl EventHandler for OpenAiPassthrough {
             step = Step::End { failed: true };
         } else {
             let chunk = scan_openai_chunk(data);
-            if let Some(cu) = chunk.usage {
+            if let Some(cu) = &chunk.usage {
                 // Usage values are cumulative: the last one wins (never summed; B10).
                 self.usage = Some(cu.usage);
                 if self.strip_usage && cu.usage_only {
                     return step;
                 }
             }
-            cut = chunk.null_usage.filter(|_| self.strip_usage);
+            if self.strip_usage {
+                cut = chunk.usage_member;
+                if cut.is_none() && chunk.usage.is_some() {
+                    // A chunk the scanner left to serde (rare): rebuilt without its usage.
+                    out.push_back(without_usage(&raw, data));
+                    return step;
+                }
+            }
         }
         out.push_back(match cut {
             Some(range) => cut_out(&raw, data, range),
@@ -137,8 +146,27 @@ impl EventHandler for OpenAiPassthrough {
     }
 }
 
-/// `raw` without `range` of `data` (a slice of `raw`): the chunk without its `"usage": null`
-/// member ([`tollgate_protocol::usage::OpenAiChunk::null_usage`]).
+/// `raw` with its chunk `data` (a slice of `raw`) rewritten by serde without its top-level
+/// `usage` member (members otherwise in their order); `raw` itself if it is not a JSON object.
+fn without_usage(raw: &Bytes, data: &[u8]) -> Bytes {
+    let Ok(mut chunk) = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(data)
+    else {
+        return raw.clone();
+    };
+    chunk.remove("usage");
+    let Ok(json) = serde_json::to_vec(&chunk) else {
+        return raw.clone();
+    };
+    let at = data.as_ptr() as usize - raw.as_ptr() as usize;
+    let mut out = BytesMut::with_capacity(raw.len());
+    out.extend_from_slice(&raw[..at]);
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&raw[at + data.len()..]);
+    out.freeze()
+}
+
+/// `raw` without `range` of `data` (a slice of `raw`): the chunk without its `usage` member
+/// ([`tollgate_protocol::usage::OpenAiChunk::usage_member`]).
 fn cut_out(raw: &Bytes, data: &[u8], range: Range<usize>) -> Bytes {
     let at = data.as_ptr() as usize - raw.as_ptr() as usize;
     let mut out = BytesMut::with_capacity(raw.len() - range.len());
@@ -458,6 +486,35 @@ mod tests {
         let (bytes, usage) = relay(false, &python);
         assert_eq!(bytes, python.concat().into_bytes());
         assert_eq!(usage.map(|u| u.prompt_tokens), Some(9));
+    }
+
+    /// vLLM's `continuous_usage_stats`: a usage object on every content chunk. A client that
+    /// did not ask sees none of them; the last one is billed.
+    #[test]
+    fn usage_on_every_content_chunk_is_hidden_when_forced() {
+        let events = [
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":0}}\n\n",
+            "data: {\"id\": \"c\", \"usage\": {\"prompt_tokens\": 9, \"completion_tokens\": 1}, \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"hi\"}}]}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2.0}}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\n",
+            "data: [DONE]\n\n",
+        ];
+        let (bytes, usage) = relay(true, &events);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            concat!(
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+                "data: {\"id\": \"c\", \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"hi\"}}]}\n\n",
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+                "data: [DONE]\n\n",
+            )
+        );
+        assert_eq!(
+            usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
+            Some((9, 2))
+        );
+        let (bytes, _) = relay(false, &events);
+        assert_eq!(bytes, events.concat().into_bytes());
     }
 
     #[test]
