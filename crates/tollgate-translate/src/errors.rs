@@ -13,6 +13,11 @@ use tollgate_protocol::{Dialect, ErrorEnvelope};
 
 use crate::sse_out;
 
+/// The message of the terminal error a translated stream ends with when its upstream closed it
+/// before its final event ([`crate::chat_to_anthropic::StreamTranslator::finish`] and the
+/// others); the gateway's relay writes the same words for streams it passes through.
+pub const STREAM_CUT_SHORT: &str = "Upstream closed the stream before it finished";
+
 /// Upper bound on the upstream message copied into the client's error, in bytes.
 const MAX_MESSAGE_BYTES: usize = 2048;
 
@@ -128,20 +133,15 @@ pub fn write_anthropic_stream_error(out: &mut BytesMut, error_type: &str, messag
     );
 }
 
-/// OpenAI Responses stream-level error event: `event: error` with
-/// `{"type":"error","code","message","param":null,"sequence_number"}` (Responses streaming
-/// reference). For a stream the gateway relays itself (passthrough) and must end early;
-/// translated streams end with `response.failed` from their translator instead.
-pub fn write_responses_stream_error(
-    out: &mut BytesMut,
-    sequence_number: u64,
-    code: &str,
-    message: &str,
-) {
+/// OpenAI Responses terminal failure event: `event: response.failed` with
+/// `{"type":"response.failed","response","sequence_number"}`, `response` being the stream's
+/// response object with `status: "failed"` and `error: {code, message}` (Responses streaming
+/// reference: the event that follows an `error` event and ends a failed stream).
+pub fn write_responses_failed(out: &mut BytesMut, response: &Value, sequence_number: u64) {
     sse_out::event(
         out,
-        "error",
-        &json!({"type": "error", "code": code, "message": message, "param": null,
+        "response.failed",
+        &json!({"type": "response.failed", "response": response,
                 "sequence_number": sequence_number}),
     );
 }
@@ -240,10 +240,14 @@ mod tests {
             b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n"
         );
         out.clear();
-        write_responses_stream_error(&mut out, 7, "server_error", "boom");
+        write_responses_failed(
+            &mut out,
+            &json!({"id": "resp_1", "status": "failed", "error": {"code": "server_error", "message": "boom"}}),
+            7,
+        );
         assert_eq!(
             &out[..],
-            b"event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\",\"param\":null,\"sequence_number\":7}\n\n"
+            b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}},\"sequence_number\":7}\n\n"
         );
     }
 

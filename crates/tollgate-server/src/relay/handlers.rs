@@ -2,7 +2,8 @@
 //!
 //! - [`OpenAiPassthrough`]: OpenAI chunks to an OpenAI client (exact bytes; forced usage hidden).
 //! - [`AnthropicPassthrough`]: Anthropic events to an Anthropic client (exact bytes).
-//! - [`ResponsesPassthrough`]: Responses events to a Responses client (exact bytes).
+//! - [`ResponsesPassthrough`]: Responses events to a Responses client (exact bytes; a failed
+//!   stream ends with `response.failed`).
 //! - [`Translated`]: any `tollgate_translate` stream state machine (dialects differ).
 //!
 //! Each handler also keeps the usage seen so far, for settlement.
@@ -13,7 +14,7 @@ use std::ops::Range;
 use bytes::{Bytes, BytesMut};
 use memchr::memmem;
 use tollgate_protocol::usage::{AnthropicStreamUsage, scan_openai_chunk};
-use tollgate_protocol::{Dialect, ErrorEnvelope, ParsedEvent, RawEvent, Usage};
+use tollgate_protocol::{ParsedEvent, RawEvent, Usage};
 use tollgate_translate::{StreamOutcome, TranslateError};
 
 /// What happened with one event.
@@ -34,8 +35,8 @@ pub enum Step {
 /// first event is checked before the head, [`super::first_event`]), `on_event` returns
 /// [`Step::End`] with `failed: true` and `out` ends with the client dialect's terminal error
 /// (chat and completions `data: {"error": ...}`, Messages `event: error`, Responses
-/// `response.failed` or `error`): the upstream's own event for a passthrough, the translator's
-/// for a translated stream, which also holds back every clean-end marker (a `stop` finish
+/// `response.failed`, after the upstream's `error` event when it sent one): the upstream's own
+/// event for a passthrough, the translator's for a translated stream, which also holds back every clean-end marker (a `stop` finish
 /// chunk and `[DONE]`, `message_delta` / `message_stop`, `response.completed`) until the
 /// upstream's own end arrives.
 pub trait EventHandler: Send {
@@ -48,9 +49,13 @@ pub trait EventHandler: Send {
     fn usage(&self) -> Option<Usage>;
 }
 
-fn error_event(dialect: Dialect, message: &str) -> Bytes {
-    let env = ErrorEnvelope::new(502, "server_error", message).with_code("upstream_stream_error");
-    Bytes::from(env.to_sse_event(dialect))
+/// The terminal error of a chat or completions stream cut short: the event a translated
+/// stream ends with too ([`tollgate_translate::errors::write_openai_stream_error`]), so every
+/// pair ends alike.
+fn cut_short_event(message: &str) -> Bytes {
+    let mut b = BytesMut::new();
+    tollgate_translate::errors::write_openai_stream_error(&mut b, message, None);
+    b.freeze()
 }
 
 /// The `data:` payload of a single-data-line event, without parsing the rest.
@@ -67,7 +72,7 @@ pub(crate) fn data_payload(raw: &[u8]) -> &[u8] {
 }
 
 /// The `event:` name, if the event has one.
-fn event_name(raw: &[u8]) -> &[u8] {
+pub(crate) fn event_name(raw: &[u8]) -> &[u8] {
     let Some(start) = memmem::find(raw, b"event:") else {
         return b"";
     };
@@ -138,7 +143,7 @@ impl EventHandler for OpenAiPassthrough {
     }
 
     fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
-        out.push_back(error_event(Dialect::OpenAi, message));
+        out.push_back(cut_short_event(message));
     }
 
     fn usage(&self) -> Option<Usage> {
@@ -198,8 +203,10 @@ impl EventHandler for AnthropicPassthrough {
     }
 
     fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
-        let env = ErrorEnvelope::new(502, "api_error", message);
-        out.push_back(Bytes::from(env.to_sse_event(Dialect::Anthropic)));
+        // `event: error` `api_error`, as a translated Messages stream ends.
+        let mut b = BytesMut::new();
+        tollgate_translate::errors::write_anthropic_stream_error(&mut b, "api_error", message);
+        out.push_back(b.freeze());
     }
 
     fn usage(&self) -> Option<Usage> {
@@ -207,83 +214,19 @@ impl EventHandler for AnthropicPassthrough {
     }
 }
 
-/// Responses API events relayed to a Responses client; usage from `response.completed`
-/// (`response.usage`: `input_tokens` includes cached, `output_tokens` includes reasoning).
-#[derive(Default)]
-pub struct ResponsesPassthrough {
-    usage: Option<Usage>,
-    on_id: Option<OnId>,
-}
-
-/// Called once with the upstream's response id.
-pub type OnId = Box<dyn FnOnce(&str) + Send>;
-
-impl std::fmt::Debug for ResponsesPassthrough {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResponsesPassthrough")
-            .field("usage", &self.usage)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ResponsesPassthrough {
-    /// Calls `f` with the response id from `response.created` (so the gateway can later route
-    /// `GET /v1/responses/{id}` to the deployment that stores it).
-    pub fn on_id(f: OnId) -> Self {
-        Self {
-            usage: None,
-            on_id: Some(f),
-        }
-    }
-}
-
-impl EventHandler for ResponsesPassthrough {
-    fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step {
-        let name = event_name(&ev.raw);
-        if name == b"response.created"
-            && let Some(f) = self.on_id.take()
-            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(data_payload(&ev.raw))
-            && let Some(id) = v["response"]["id"].as_str()
-        {
-            f(id);
-        }
-        let step = match name {
-            b"response.completed" | b"response.incomplete" => {
-                self.usage = responses_usage(data_payload(&ev.raw));
-                Step::End { failed: false }
-            }
-            b"response.failed" | b"error" => Step::End { failed: true },
-            _ => Step::Continue,
-        };
-        out.push_back(ev.raw);
-        step
-    }
-
-    fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
-        let mut b = BytesMut::new();
-        tollgate_translate::errors::write_responses_stream_error(
-            &mut b,
-            0,
-            "upstream_stream_error",
-            message,
-        );
-        out.push_back(b.freeze());
-    }
-
-    fn usage(&self) -> Option<Usage> {
-        self.usage
-    }
-}
-
 /// Usage of a Responses object or of an event wrapping one under `response`.
 pub use tollgate_protocol::usage::responses_usage;
+
+pub use super::responses_passthrough::{OnId, ResponsesPassthrough};
 
 /// The common face of `tollgate_translate`'s stream state machines.
 pub trait Translator: Send {
     /// Feeds one upstream event; client bytes go to `out`.
     fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError>;
-    /// Upstream EOF.
-    fn finish(&mut self, out: &mut BytesMut);
+    /// The stream was cut short (upstream EOF before its final event, read error, idle gap):
+    /// ends it, with the client dialect's terminal error carrying `message` unless it could
+    /// end cleanly.
+    fn cut_short(&mut self, out: &mut BytesMut, message: &str);
     /// Usage so far.
     fn usage(&self) -> tollgate_translate::Usage;
     /// Where the stream stands.
@@ -300,8 +243,8 @@ macro_rules! translator {
             fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
                 <$t>::feed(self, ev, out)
             }
-            fn finish(&mut self, out: &mut BytesMut) {
-                <$t>::finish(self, out)
+            fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+                <$t>::cut_short(self, out, message)
             }
             fn usage(&self) -> tollgate_translate::Usage {
                 <$t>::usage(self)
@@ -325,8 +268,8 @@ macro_rules! responses_translator {
             fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
                 <$t>::feed(self, ev, out)
             }
-            fn finish(&mut self, out: &mut BytesMut) {
-                <$t>::finish(self, out)
+            fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+                <$t>::cut_short(self, out, message)
             }
             fn usage(&self) -> tollgate_translate::Usage {
                 <$t>::usage(self)
@@ -409,8 +352,9 @@ impl EventHandler for Translated {
                     _ => Step::End { failed: true },
                 },
             },
-            Err(_) => {
-                self.inner.finish(&mut self.buf);
+            Err(e) => {
+                self.inner
+                    .cut_short(&mut self.buf, &super::stream::unreadable_message(&e));
                 Step::End { failed: true }
             }
         };
@@ -418,10 +362,10 @@ impl EventHandler for Translated {
         step
     }
 
-    fn on_failure(&mut self, _message: &str, out: &mut VecDeque<Bytes>) {
-        // The translator knows the client's dialect: at a cut-short stream it writes the
-        // dialect's error event.
-        self.inner.finish(&mut self.buf);
+    fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
+        // The translator knows the client's dialect: it writes the dialect's error event with
+        // the relay's message.
+        self.inner.cut_short(&mut self.buf, message);
         self.flush(out);
     }
 

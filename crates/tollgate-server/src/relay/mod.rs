@@ -11,6 +11,7 @@
 
 pub mod first_event;
 pub mod handlers;
+pub mod responses_passthrough;
 pub mod stream;
 pub mod unary;
 
