@@ -125,12 +125,13 @@ async fn the_hold_is_bounded_by_a_count() {
 }
 
 /// No event that arrives after one idle limit (the stream timeout) from the head is held: it
-/// commits the stream, even when each gap was within the limit.
+/// commits the stream, even when each gap was within the limit. (Held to the end, the pings
+/// would stop at the count bound, past the 510 ms the count takes at this pace.)
 #[tokio::test]
 async fn the_hold_is_bounded_by_the_stream_timeout() {
     let ping = Bytes::from_static(b"event: ping\ndata: {\"type\":\"ping\"}\n\n");
     let paced: UpstreamBytes = Box::pin(
-        futures_util::stream::iter(0..10)
+        futures_util::stream::iter(0..40)
             .then(move |_| {
                 let ping = ping.clone();
                 async move {
@@ -141,18 +142,17 @@ async fn the_hold_is_bounded_by_the_stream_timeout() {
             .chain(futures_util::stream::pending()),
     );
     let p = Peek {
-        idle: Duration::from_millis(100),
+        idle: Duration::from_millis(300),
         ..PEEK
     };
     let started = std::time::Instant::now();
     let primed = peek(paced, &HeaderMap::new(), p).await.unwrap();
     let waited = started.elapsed();
-    // Pings at 30, 60, 90 ms are held; the one at 120 ms commits.
     assert!(primed.first.is_some());
     assert!(
-        (3..=4).contains(&primed.preamble.len()),
-        "{}",
+        primed.preamble.len() < MAX_PREAMBLE_EVENTS,
+        "committed by the count, not the time: {}",
         primed.preamble.len()
     );
-    assert!(waited >= Duration::from_millis(100), "{waited:?}");
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
 }
