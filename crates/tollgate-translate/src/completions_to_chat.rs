@@ -10,6 +10,7 @@ use tollgate_protocol::ParsedEvent;
 
 use crate::chat_chunk::ChatChunk;
 use crate::common::object;
+use crate::errors::STREAM_CUT_SHORT;
 use crate::errors::write_openai_stream_error;
 use crate::usage::Usage;
 use crate::{StreamOutcome, TranslateError, sse_out};
@@ -274,10 +275,17 @@ impl StreamTranslator {
         Ok(())
     }
 
-    /// Ends the stream at upstream EOF: an error chunk if `[DONE]` never came.
+    /// Ends the stream at upstream EOF: [`StreamTranslator::cut_short`] with
+    /// [`STREAM_CUT_SHORT`].
     pub fn finish(&mut self, out: &mut BytesMut) {
+        self.cut_short(out, STREAM_CUT_SHORT);
+    }
+
+    /// Ends a stream cut short (EOF, read error, idle gap): an error chunk carrying `message`
+    /// if `[DONE]` never came.
+    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
         if self.outcome == StreamOutcome::InProgress {
-            write_openai_stream_error(out, "upstream stream ended before [DONE]", None);
+            write_openai_stream_error(out, message, None);
             self.outcome = StreamOutcome::Truncated;
         }
     }

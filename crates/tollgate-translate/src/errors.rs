@@ -11,24 +11,32 @@ use bytes::BytesMut;
 use serde_json::{Value, json};
 use tollgate_protocol::{Dialect, ErrorEnvelope};
 
+pub use crate::error_body::{ErrorBody, read_error_body};
 use crate::sse_out;
+
+/// The message of the terminal error a translated stream ends with when its upstream closed it
+/// before its final event ([`crate::chat_to_anthropic::StreamTranslator::finish`] and the
+/// others); the gateway's relay writes the same words for streams it passes through.
+pub const STREAM_CUT_SHORT: &str = "Upstream closed the stream before it finished";
 
 /// Upper bound on the upstream message copied into the client's error, in bytes.
 const MAX_MESSAGE_BYTES: usize = 2048;
 
-/// Reshapes an upstream error response (status + raw body in any dialect: OpenAI
-/// `{"error":{"message",...}}`, Anthropic `{"type":"error","error":{...}}`, Gemini
-/// `{"error":{"message","status"}}`, Bedrock `{"message"}`, or plain text) for a client speaking
-/// `client`. Render the result with [`ErrorEnvelope::to_json`] in the same dialect.
+/// Reshapes an upstream error response (status + raw body in any server's shape, read by
+/// [`read_error_body`]: OpenAI `{"error":{"message",...}}`, Anthropic
+/// `{"type":"error","error":{...}}`, Gemini, vLLM / SGLang `{"object":"error","message",...}`,
+/// TGI and Ollama `{"error":"text"}`, Bedrock `{"message"}`, FastAPI `{"detail"}`, or plain
+/// text) for a client speaking `client`, with the upstream's message. Render the result with
+/// [`ErrorEnvelope::to_json`] in the same dialect. A JSON body without a message is never
+/// quoted as the message: the message then says the status.
 pub fn map_upstream_error(status: u16, body: &[u8], client: Dialect) -> ErrorEnvelope {
-    let parsed: Option<Value> = serde_json::from_slice(body).ok();
-    let inner = parsed.as_ref().and_then(|v| v.get("error"));
-    let message = inner
-        .and_then(|e| e.get("message"))
-        .or_else(|| parsed.as_ref().and_then(|v| v.get("message")))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .unwrap_or_else(|| {
+    let parsed = read_error_body(body);
+    let message = match &parsed {
+        Some(b) => b
+            .message
+            .clone()
+            .unwrap_or_else(|| format!("upstream returned HTTP {status}")),
+        None => {
             let text = String::from_utf8_lossy(body);
             let text = text.trim();
             if text.is_empty() {
@@ -36,16 +44,24 @@ pub fn map_upstream_error(status: u16, body: &[u8], client: Dialect) -> ErrorEnv
             } else {
                 text.to_owned()
             }
-        });
+        }
+    };
     let message = truncate(message);
-    let upstream_type = inner.and_then(|e| e.get("type")).and_then(Value::as_str);
-    let upstream_code = inner.and_then(|e| e.get("code")).and_then(Value::as_str);
-    let upstream_param = inner.and_then(|e| e.get("param")).and_then(Value::as_str);
+    let parsed = parsed.unwrap_or_default();
+    let upstream_type = parsed.kind.as_deref();
+    let upstream_code = parsed.code.as_deref();
+    let upstream_param = parsed.param.as_deref();
     match client {
         Dialect::OpenAi => {
             let overloaded = status == 529 || upstream_type == Some("overloaded_error");
             let status = if status == 529 { 503 } else { status };
             let (kind, code) = openai_kind(status, upstream_type);
+            // An OpenAI-compatible server's own type (vLLM `BadRequestError`, TGI `validation`)
+            // is kept, as the passthrough keeps it; Anthropic's types become OpenAI's.
+            let kind = match upstream_type {
+                Some(t) if !ANTHROPIC_TYPES.contains(&t) => t,
+                _ => kind,
+            };
             // Anthropic reports an unknown model as 404 `not_found_error` "model: <name>".
             let model_not_found = status == 404 && message.starts_with("model:");
             let mut env = ErrorEnvelope::new(status, kind, message);
@@ -71,6 +87,20 @@ pub fn map_upstream_error(status: u16, body: &[u8], client: Dialect) -> ErrorEnv
         }
     }
 }
+
+/// Anthropic's error types (Anthropic API reference, "Errors").
+const ANTHROPIC_TYPES: [&str; 10] = [
+    "invalid_request_error",
+    "authentication_error",
+    "billing_error",
+    "permission_error",
+    "not_found_error",
+    "request_too_large",
+    "rate_limit_error",
+    "api_error",
+    "timeout_error",
+    "overloaded_error",
+];
 
 /// OpenAI `type` (and default `code`) for a status, or for an Anthropic error type.
 fn openai_kind(status: u16, anthropic_type: Option<&str>) -> (&'static str, Option<&'static str>) {
@@ -128,20 +158,15 @@ pub fn write_anthropic_stream_error(out: &mut BytesMut, error_type: &str, messag
     );
 }
 
-/// OpenAI Responses stream-level error event: `event: error` with
-/// `{"type":"error","code","message","param":null,"sequence_number"}` (Responses streaming
-/// reference). For a stream the gateway relays itself (passthrough) and must end early;
-/// translated streams end with `response.failed` from their translator instead.
-pub fn write_responses_stream_error(
-    out: &mut BytesMut,
-    sequence_number: u64,
-    code: &str,
-    message: &str,
-) {
+/// OpenAI Responses terminal failure event: `event: response.failed` with
+/// `{"type":"response.failed","response","sequence_number"}`, `response` being the stream's
+/// response object with `status: "failed"` and `error: {code, message}` (Responses streaming
+/// reference: the event that follows an `error` event and ends a failed stream).
+pub fn write_responses_failed(out: &mut BytesMut, response: &Value, sequence_number: u64) {
     sse_out::event(
         out,
-        "error",
-        &json!({"type": "error", "code": code, "message": message, "param": null,
+        "response.failed",
+        &json!({"type": "response.failed", "response": response,
                 "sequence_number": sequence_number}),
     );
 }
@@ -168,6 +193,10 @@ mod tests {
 
     fn body(env: &ErrorEnvelope, d: Dialect) -> Value {
         serde_json::from_slice(&env.to_json(d)).unwrap()
+    }
+
+    fn body_of(env: &ErrorEnvelope, d: Dialect) -> Value {
+        body(env, d)
     }
 
     #[test]
@@ -240,10 +269,65 @@ mod tests {
             b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"param\":null,\"code\":null}}\n\n"
         );
         out.clear();
-        write_responses_stream_error(&mut out, 7, "server_error", "boom");
+        write_responses_failed(
+            &mut out,
+            &json!({"id": "resp_1", "status": "failed", "error": {"code": "server_error", "message": "boom"}}),
+            7,
+        );
         assert_eq!(
             &out[..],
-            b"event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"boom\",\"param\":null,\"sequence_number\":7}\n\n"
+            b"event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"resp_1\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}},\"sequence_number\":7}\n\n"
+        );
+    }
+
+    /// vLLM, TGI, Ollama and FastAPI bodies give their own message to an Anthropic client,
+    /// never their JSON quoted as the message.
+    #[test]
+    fn every_servers_message_reaches_an_anthropic_client() {
+        for (status, body, want_status, want) in [
+            (
+                400,
+                &br#"{"object": "error", "message": "This model's maximum context length is 4096 tokens.", "type": "BadRequestError", "param": null, "code": 400}"#[..],
+                400,
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": "This model's maximum context length is 4096 tokens."}}),
+            ),
+            (
+                422,
+                br#"{"error":"Input validation error: `inputs` must have less than 4096 tokens","error_type":"validation"}"#,
+                422,
+                json!({"type": "error", "error": {"type": "invalid_request_error", "message": "Input validation error: `inputs` must have less than 4096 tokens"}}),
+            ),
+            (
+                404,
+                br#"{"error":"model 'llama9' not found"}"#,
+                404,
+                json!({"type": "error", "error": {"type": "not_found_error", "message": "model 'llama9' not found"}}),
+            ),
+            (
+                503,
+                br#"{"object":"error","message":"vllm failure","type":"InternalServerError","param":null,"code":503}"#,
+                529,
+                json!({"type": "error", "error": {"type": "overloaded_error", "message": "vllm failure"}}),
+            ),
+            (
+                500,
+                br#"{"status":"down"}"#,
+                500,
+                json!({"type": "error", "error": {"type": "api_error", "message": "upstream returned HTTP 500"}}),
+            ),
+        ] {
+            let env = map_upstream_error(status, body, Dialect::Anthropic);
+            assert_eq!(env.status, want_status);
+            assert_eq!(body_of(&env, Dialect::Anthropic), want);
+        }
+        let env = map_upstream_error(
+            400,
+            br#"{"object":"error","message":"bad","type":"BadRequestError","param":"n","code":400}"#,
+            Dialect::OpenAi,
+        );
+        assert_eq!(
+            body_of(&env, Dialect::OpenAi),
+            json!({"error": {"message": "bad", "type": "BadRequestError", "param": "n", "code": null}})
         );
     }
 

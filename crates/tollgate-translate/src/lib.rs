@@ -60,6 +60,7 @@ mod common;
 pub mod completions_to_anthropic;
 pub mod completions_to_chat;
 mod error;
+mod error_body;
 pub mod errors;
 pub mod ids;
 pub mod images;

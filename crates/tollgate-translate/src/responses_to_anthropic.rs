@@ -10,6 +10,7 @@ use bytes::{Buf, BytesMut};
 use serde_json::Value;
 use tollgate_protocol::ParsedEvent;
 
+use crate::errors::STREAM_CUT_SHORT;
 use crate::responses_to_chat::ResponseContext;
 use crate::usage::Usage;
 use crate::{RequestOptions, StreamOutcome, TranslateError, chat_to_anthropic, responses_to_chat};
@@ -88,9 +89,15 @@ impl StreamTranslator {
 
     /// Ends the stream at upstream EOF (see [`chat_to_anthropic::StreamTranslator::finish`]).
     pub fn finish(&mut self, out: &mut BytesMut) {
-        self.inner.finish(&mut self.scratch);
+        self.cut_short(out, STREAM_CUT_SHORT);
+    }
+
+    /// Ends a stream cut short (EOF, read error, idle gap): the client's terminal error carries
+    /// `message` unless the stream had ended.
+    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+        self.inner.cut_short(&mut self.scratch, message);
         self.drain(out);
-        self.outer.finish(out);
+        self.outer.cut_short(out, message);
     }
 
     /// Usage seen so far, for billing.

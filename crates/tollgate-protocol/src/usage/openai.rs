@@ -151,10 +151,12 @@ pub fn openai_response_usage(body: &[u8]) -> Option<Usage> {
 pub struct OpenAiChunk {
     /// The chunk's usage, when it carries an object.
     pub usage: Option<ChunkUsage>,
-    /// The byte range of the chunk's `data` to cut to remove its top-level `"usage": null`
-    /// member (with the comma that joins it to its neighbour), which `include_usage` adds to
-    /// every chunk; `None` when it has none.
-    pub null_usage: Option<Range<usize>>,
+    /// The byte range of the chunk's `data` to cut to remove its top-level `usage` member
+    /// (with the comma that joins it to its neighbour), whatever its value: the `"usage":
+    /// null` that `include_usage` adds to every chunk, or a usage object on a content chunk
+    /// (vLLM's `continuous_usage_stats`). `None` when it has none, or when the chunk was read
+    /// by serde (the scanner left it undecided).
+    pub usage_member: Option<Range<usize>>,
 }
 
 /// Reads usage from one OpenAI stream chunk's `data` JSON (see [`OpenAiChunk`]).
@@ -175,7 +177,7 @@ pub fn scan_openai_chunk(data: &[u8]) -> OpenAiChunk {
     if data[..end].ends_with(TAIL) {
         return OpenAiChunk {
             usage: None,
-            null_usage: Some(end - TAIL.len()..end - 1),
+            usage_member: Some(end - TAIL.len()..end - 1),
         };
     }
     if memmem::find(data, b"\"usage\"").is_none() && memmem::find(data, b"\\u").is_none() {
@@ -192,7 +194,7 @@ pub fn scan_openai_chunk(data: &[u8]) -> OpenAiChunk {
     });
     OpenAiChunk {
         usage,
-        null_usage: None,
+        usage_member: None,
     }
 }
 
@@ -200,25 +202,22 @@ pub fn scan_openai_chunk(data: &[u8]) -> OpenAiChunk {
 fn scan_chunk(c: &mut Cursor<'_>) -> Option<OpenAiChunk> {
     let mut usage: Option<Option<Usage>> = None;
     let mut choices_empty: Option<Option<bool>> = None;
-    let mut null_usage = None;
+    let mut usage_member = None;
     let mut prev_end: Option<usize> = None;
-    let mut first_null_at: Option<usize> = None;
+    let mut first_member_at: Option<usize> = None;
     c.object(|key, key_start, c| {
-        if let Some(start) = first_null_at.take() {
-            null_usage = Some(start..key_start);
+        if let Some(start) = first_member_at.take() {
+            usage_member = Some(start..key_start);
         }
         if key == b"usage" {
             if usage.is_some() {
                 return None;
             }
-            let u = scan_usage(c, &CHAT)?;
-            if u.is_none() {
-                match prev_end {
-                    Some(p) => null_usage = Some(p..c.pos()),
-                    None => first_null_at = Some(key_start),
-                }
+            usage = Some(scan_usage(c, &CHAT)?);
+            match prev_end {
+                Some(p) => usage_member = Some(p..c.pos()),
+                None => first_member_at = Some(key_start),
             }
-            usage = Some(u);
         } else if key == b"choices" {
             if choices_empty.is_some() {
                 return None;
@@ -234,15 +233,15 @@ fn scan_chunk(c: &mut Cursor<'_>) -> Option<OpenAiChunk> {
         prev_end = Some(c.pos());
         Some(())
     })?;
-    if let (Some(start), Some(end)) = (first_null_at, prev_end) {
-        null_usage = Some(start..end); // the only member
+    if let (Some(start), Some(end)) = (first_member_at, prev_end) {
+        usage_member = Some(start..end); // the only member
     }
     Some(OpenAiChunk {
         usage: usage.flatten().map(|usage| ChunkUsage {
             usage,
             usage_only: choices_empty.flatten().unwrap_or(true),
         }),
-        null_usage,
+        usage_member,
     })
 }
 
@@ -315,11 +314,12 @@ mod tests {
         assert!(openai_chunk_usage(python).unwrap().usage_only);
     }
 
-    /// The range cut from a chunk to remove its `"usage": null`, in each formatting.
+    /// The range cut from a chunk to remove its `usage` member, null or not, in each
+    /// formatting.
     #[test]
-    fn null_usage_is_cut_with_its_comma() {
+    fn the_usage_member_is_cut_with_its_comma() {
         let cut = |data: &[u8]| {
-            let r = scan_openai_chunk(data).null_usage.unwrap();
+            let r = scan_openai_chunk(data).usage_member.unwrap();
             String::from_utf8([&data[..r.start], &data[r.end..]].concat()).unwrap()
         };
         assert_eq!(
@@ -341,7 +341,15 @@ mod tests {
             r#"{"a":{"usage":null}}"#
         );
         assert_eq!(
-            scan_openai_chunk(br#"{"a":{"usage":null}}"#).null_usage,
+            cut(br#"{"choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":9,"completion_tokens":1}}"#),
+            r#"{"choices":[{"index":0,"delta":{"content":"a"}}]}"#
+        );
+        assert_eq!(
+            cut(br#"{"usage": {"prompt_tokens": 9, "completion_tokens": 1}, "choices": [{"index": 0, "delta": {"content": "a"}}]}"#),
+            r#"{"choices": [{"index": 0, "delta": {"content": "a"}}]}"#
+        );
+        assert_eq!(
+            scan_openai_chunk(br#"{"a":{"usage":null}}"#).usage_member,
             None
         );
         assert_eq!(scan_openai_chunk(br#"{"a":1}"#), OpenAiChunk::default());

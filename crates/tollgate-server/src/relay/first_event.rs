@@ -1,19 +1,25 @@
-//! The first event of a 2xx stream decides whether the attempt succeeded.
+//! The first event with content of a 2xx stream decides whether the attempt succeeded.
 //!
 //! An upstream may answer `200 text/event-stream` and then report a failure as its first event
 //! (OpenAI-compatible servers: `data: {"error": {...}}`, compact or Python-spaced; Anthropic:
 //! `event: error` with `overloaded_error` / `api_error`; Responses: `response.failed` or
-//! `error`). Before the client's response head is committed, [`peek`] reads the stream up to
-//! its first event carrying data (comment-only events before it are kept and relayed in
-//! order). A healthy first event is handed to the relay untouched, with the framer, the idle
-//! timer and the rest of the read ([`Primed`]): the client waited for that event anyway, and it
-//! is relayed at once. An error event fails the attempt as a non-2xx answer would: it is
-//! classified ([`StreamError::class`]) so retries, fallbacks and cooldowns apply, nothing was
-//! billed, and if nothing else succeeds the client gets an HTTP error in its own dialect
-//! carrying the upstream's message ([`StreamError::envelope`]). A read error, an upstream EOF
-//! or an idle gap before the first event fail the attempt the same way (502 / 504). LiteLLM's
-//! proxy does the same for its own streams (`create_streaming_response` awaits the first
-//! chunk before the head and answers an error there with its `code` as the status).
+//! `error`), or right after events that carry nothing a client shows (an OpenAI role chunk,
+//! Anthropic's `message_start` and `ping`: Anthropic's own overload errors arrive that way;
+//! Responses' `response.created` / `response.in_progress`; see [`super::preamble`]). Before the
+//! client's response head is committed, [`peek`] reads the stream up to its first event with
+//! content, holding the comment-only and content-free events before it (at most
+//! [`MAX_PREAMBLE_EVENTS`], and none that arrives after one idle limit, the deployment's
+//! `stream_timeout`, from the head: such an event commits the stream). A healthy first content
+//! event is handed to the relay untouched, with the held events, the framer, the idle timer and
+//! the rest of the read ([`Primed`]): the held events and that event are relayed at once, in
+//! order, so the client's first token comes when it would have. An error event fails the
+//! attempt as a non-2xx answer would: it is classified ([`StreamError::class`]) so retries,
+//! fallbacks and cooldowns apply, nothing was billed, and if nothing else succeeds the client
+//! gets an HTTP error in its own dialect carrying the upstream's message
+//! ([`StreamError::envelope`]). A read error, an upstream EOF or an idle gap before the first
+//! content event fail the attempt the same way (502 / 504). LiteLLM's proxy does the same for
+//! its own streams (`create_streaming_response` awaits the first chunk before the head and
+//! answers an error there with its `code` as the status).
 //!
 //! The status of a reported error comes from its type or code: 429 for rate-limit and
 //! overload types (Anthropic's `overloaded_error`, its HTTP 529 outside a stream, included: a
@@ -21,7 +27,10 @@
 //! LiteLLM's default cooldown rule does for a 429; note LiteLLM's own exception mapping raises
 //! it as an `InternalServerError`), a numeric `code` in 400–599 as given (vLLM), a known
 //! client-error type its documented status (Anthropic API "Errors"; OpenAI "Error codes"), 500
-//! otherwise.
+//! otherwise. The client's error is the one an upstream HTTP error of that status and body
+//! would give ([`tollgate_translate::errors::map_upstream_error`]): so a `code: 503` reaches an
+//! OpenAI client as 503 and an Anthropic client as 529 `overloaded_error`, the status Anthropic
+//! documents for a temporarily unavailable API (its API never answers 503).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -40,23 +49,26 @@ use tollgate_providers::client::TimeoutPhase;
 use tollgate_router::FailureClass;
 
 use super::handlers::data_payload;
+use super::preamble::is_content_free;
 use super::stream::{MAX_EVENT_BYTES, UpstreamBytes};
 use crate::errors::GatewayError;
 use crate::headers::forward_upstream;
 
-/// Comment-only events held before the first data event at most; past that the stream is
-/// relayed as it is (an upstream that only ever sends keep-alives is bounded by the relay).
-const MAX_PREAMBLE_EVENTS: usize = 16;
+/// Events held before the first event with content at most (comments and content-free
+/// events); past that the stream is committed and relayed as it is.
+pub const MAX_PREAMBLE_EVENTS: usize = 16;
 
-/// An upstream stream ready for the relay: its first data event read (and found healthy), the
-/// framer holding whatever arrived after it, and the idle timer running since the last read.
+/// An upstream stream ready for the relay: its first event with content read (and found
+/// healthy) with the events held before it, the framer holding whatever arrived after it, and
+/// the idle timer running since the last read.
 pub struct Primed {
     pub(super) upstream: UpstreamBytes,
     pub(super) framer: SseFramer,
     pub(super) sleep: Pin<Box<Sleep>>,
-    /// Comment-only events that came before `first`, relayed first.
+    /// Comments and content-free events that came before `first`, relayed first.
     pub(super) preamble: Vec<RawEvent>,
-    /// The first data event.
+    /// The event that committed the stream: the first with content, or the one past the hold's
+    /// bounds (`None` only for a stream nothing was read from, [`Primed::unread`]).
     pub(super) first: Option<RawEvent>,
 }
 
@@ -95,7 +107,8 @@ pub struct Peek {
     pub client_shortened: bool,
 }
 
-/// Reads `upstream` up to its first data event. `Ok`: the stream is healthy so far, relay it.
+/// Reads `upstream` up to its first event with content. `Ok`: the stream is healthy so far,
+/// relay it.
 /// `Err`: the attempt failed before anything reached the client; the error (in the client's
 /// dialect, with the upstream's forwardable headers from `head`) and its class.
 pub async fn peek(
@@ -104,15 +117,19 @@ pub async fn peek(
     p: Peek,
 ) -> Result<Primed, (GatewayError, FailureClass)> {
     let mut primed = Primed::unread(upstream, p.idle);
+    // Content-free events are held until this instant at most (checked as events arrive, so
+    // a silent upstream still meets the idle limit and fails the attempt).
+    let hold_until = tokio::time::Instant::now() + p.idle;
+    let mut holding = true;
     loop {
         match primed.framer.next_event() {
-            Ok(Some(ev)) if !has_data(&ev.raw) && primed.preamble.len() < MAX_PREAMBLE_EVENTS => {
+            Ok(Some(ev)) if holding && primed.preamble.len() < MAX_PREAMBLE_EVENTS && held(&ev) => {
                 primed.preamble.push(ev);
                 continue;
             }
             Ok(Some(ev)) => return decide(primed, ev, head, p),
             Ok(None) => {}
-            Err(e) => return Err(broken(format!("Upstream stream could not be read: {e}"))),
+            Err(e) => return Err(broken(super::stream::unreadable_message(&e))),
         }
         let read = std::future::poll_fn(|cx| {
             if let Poll::Ready(r) = primed.upstream.as_mut().poll_next(cx) {
@@ -123,16 +140,17 @@ pub async fn peek(
         .await;
         match read {
             Some(Some(Ok(chunk))) => {
-                let deadline = tokio::time::Instant::now() + p.idle;
-                primed.sleep.as_mut().reset(deadline);
+                let now = tokio::time::Instant::now();
+                primed.sleep.as_mut().reset(now + p.idle);
                 primed.framer.push(&chunk);
+                holding = now < hold_until;
             }
             Some(Some(Err(e))) => return Err(transport(&e, p.client_shortened)),
             Some(None) => {
                 return match primed.framer.finish() {
-                    Ok(Some(ev)) if has_data(&ev.raw) => decide(primed, ev, head, p),
+                    Ok(Some(ev)) if has_data(&ev.raw) && !held(&ev) => decide(primed, ev, head, p),
                     _ => Err(broken(
-                        "Upstream closed the stream before its first event".to_owned(),
+                        "Upstream closed the stream before its first event with content".to_owned(),
                     )),
                 };
             }
@@ -198,8 +216,15 @@ fn has_data(raw: &[u8]) -> bool {
     lines(raw).any(|l| l.starts_with(b"data:"))
 }
 
+/// Whether [`peek`] holds the event back: a comment-only event, or one that carries nothing a
+/// client shows ([`is_content_free`]; an error event never is).
+fn held(ev: &RawEvent) -> bool {
+    // Content events are told by `is_content_free` alone (mostly a byte search).
+    !has_data(&ev.raw) || (is_content_free(&ev.raw) && !is_error_event(&ev.raw))
+}
+
 /// The value of the event's `event:` line, `b""` without one.
-fn event_field(raw: &[u8]) -> &[u8] {
+pub(super) fn event_field(raw: &[u8]) -> &[u8] {
     lines(raw)
         .find_map(|l| l.strip_prefix(b"event:"))
         .map_or(b"", |v| v.strip_prefix(b" ").unwrap_or(v))
@@ -389,3 +414,7 @@ fn status_for(kind: Option<&str>, code: Option<&str>, numeric: Option<u16>) -> u
 #[cfg(test)]
 #[path = "first_event_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "first_event_preamble_tests.rs"]
+mod preamble_tests;

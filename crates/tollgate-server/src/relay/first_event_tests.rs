@@ -140,7 +140,7 @@ fn the_client_gets_the_upstream_message_in_its_dialect() {
     assert_eq!(anthropic["error"]["type"], "api_error");
 }
 
-fn upstream(chunks: Vec<Result<&'static [u8], UpstreamError>>) -> UpstreamBytes {
+pub(super) fn upstream(chunks: Vec<Result<&'static [u8], UpstreamError>>) -> UpstreamBytes {
     Box::pin(futures_util::stream::iter(
         chunks
             .into_iter()
@@ -149,7 +149,7 @@ fn upstream(chunks: Vec<Result<&'static [u8], UpstreamError>>) -> UpstreamBytes 
     ))
 }
 
-const PEEK: Peek = Peek {
+pub(super) const PEEK: Peek = Peek {
     idle: Duration::from_secs(5),
     client: Dialect::OpenAi,
     client_shortened: false,
@@ -189,7 +189,7 @@ fn record() -> CallRecord {
 }
 
 /// What the client receives when `primed` is relayed through the OpenAI passthrough.
-async fn relayed(primed: Primed) -> (Vec<u8>, CallRecord) {
+pub(super) async fn relayed(primed: Primed) -> (Vec<u8>, CallRecord) {
     let sink = Arc::new(Sink::default());
     let relay = StreamRelay::new(
         primed,
@@ -261,7 +261,7 @@ async fn a_stream_broken_before_its_first_event_fails_the_attempt() {
     assert_eq!((e.envelope.status, class), (502, FailureClass::Connection));
     assert_eq!(
         e.envelope.message,
-        "Upstream closed the stream before its first event"
+        "Upstream closed the stream before its first event with content"
     );
     // a reset
     let (e, class) = peek(

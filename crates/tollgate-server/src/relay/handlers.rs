@@ -2,7 +2,8 @@
 //!
 //! - [`OpenAiPassthrough`]: OpenAI chunks to an OpenAI client (exact bytes; forced usage hidden).
 //! - [`AnthropicPassthrough`]: Anthropic events to an Anthropic client (exact bytes).
-//! - [`ResponsesPassthrough`]: Responses events to a Responses client (exact bytes).
+//! - [`ResponsesPassthrough`]: Responses events to a Responses client (exact bytes; a failed
+//!   stream ends with `response.failed`).
 //! - [`Translated`]: any `tollgate_translate` stream state machine (dialects differ).
 //!
 //! Each handler also keeps the usage seen so far, for settlement.
@@ -13,7 +14,7 @@ use std::ops::Range;
 use bytes::{Bytes, BytesMut};
 use memchr::memmem;
 use tollgate_protocol::usage::{AnthropicStreamUsage, scan_openai_chunk};
-use tollgate_protocol::{Dialect, ErrorEnvelope, ParsedEvent, RawEvent, Usage};
+use tollgate_protocol::{ParsedEvent, RawEvent, Usage};
 use tollgate_translate::{StreamOutcome, TranslateError};
 
 /// What happened with one event.
@@ -34,8 +35,8 @@ pub enum Step {
 /// first event is checked before the head, [`super::first_event`]), `on_event` returns
 /// [`Step::End`] with `failed: true` and `out` ends with the client dialect's terminal error
 /// (chat and completions `data: {"error": ...}`, Messages `event: error`, Responses
-/// `response.failed` or `error`): the upstream's own event for a passthrough, the translator's
-/// for a translated stream, which also holds back every clean-end marker (a `stop` finish
+/// `response.failed`, after the upstream's `error` event when it sent one): the upstream's own
+/// event for a passthrough, the translator's for a translated stream, which also holds back every clean-end marker (a `stop` finish
 /// chunk and `[DONE]`, `message_delta` / `message_stop`, `response.completed`) until the
 /// upstream's own end arrives.
 pub trait EventHandler: Send {
@@ -48,9 +49,13 @@ pub trait EventHandler: Send {
     fn usage(&self) -> Option<Usage>;
 }
 
-fn error_event(dialect: Dialect, message: &str) -> Bytes {
-    let env = ErrorEnvelope::new(502, "server_error", message).with_code("upstream_stream_error");
-    Bytes::from(env.to_sse_event(dialect))
+/// The terminal error of a chat or completions stream cut short: the event a translated
+/// stream ends with too ([`tollgate_translate::errors::write_openai_stream_error`]), so every
+/// pair ends alike.
+fn cut_short_event(message: &str) -> Bytes {
+    let mut b = BytesMut::new();
+    tollgate_translate::errors::write_openai_stream_error(&mut b, message, None);
+    b.freeze()
 }
 
 /// The `data:` payload of a single-data-line event, without parsing the rest.
@@ -67,7 +72,7 @@ pub(crate) fn data_payload(raw: &[u8]) -> &[u8] {
 }
 
 /// The `event:` name, if the event has one.
-fn event_name(raw: &[u8]) -> &[u8] {
+pub(crate) fn event_name(raw: &[u8]) -> &[u8] {
     let Some(start) = memmem::find(raw, b"event:") else {
         return b"";
     };
@@ -80,9 +85,11 @@ fn event_name(raw: &[u8]) -> &[u8] {
 }
 
 /// OpenAI chunks relayed to an OpenAI client. With `strip_usage` (the gateway forced
-/// `include_usage` on a client that did not ask), each chunk's top-level `"usage": null`
-/// member and the final `choices: []` usage chunk are removed, however the upstream formats
-/// its JSON.
+/// `include_usage` on a client that did not ask), every usage member the gateway caused is
+/// removed, however the upstream formats its JSON: each chunk's top-level `usage` (the
+/// `"usage": null` of content chunks, and the usage object an upstream puts on every content
+/// chunk, as vLLM's `continuous_usage_stats` does) and the final `choices: []` usage chunk;
+/// the last usage seen is still kept for billing.
 #[derive(Debug)]
 pub struct OpenAiPassthrough {
     strip_usage: bool,
@@ -112,14 +119,21 @@ impl EventHandler for OpenAiPassthrough {
             step = Step::End { failed: true };
         } else {
             let chunk = scan_openai_chunk(data);
-            if let Some(cu) = chunk.usage {
+            if let Some(cu) = &chunk.usage {
                 // Usage values are cumulative: the last one wins (never summed; B10).
                 self.usage = Some(cu.usage);
                 if self.strip_usage && cu.usage_only {
                     return step;
                 }
             }
-            cut = chunk.null_usage.filter(|_| self.strip_usage);
+            if self.strip_usage {
+                cut = chunk.usage_member;
+                if cut.is_none() && chunk.usage.is_some() {
+                    // A chunk the scanner left to serde (rare): rebuilt without its usage.
+                    out.push_back(without_usage(&raw, data));
+                    return step;
+                }
+            }
         }
         out.push_back(match cut {
             Some(range) => cut_out(&raw, data, range),
@@ -129,7 +143,7 @@ impl EventHandler for OpenAiPassthrough {
     }
 
     fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
-        out.push_back(error_event(Dialect::OpenAi, message));
+        out.push_back(cut_short_event(message));
     }
 
     fn usage(&self) -> Option<Usage> {
@@ -137,8 +151,27 @@ impl EventHandler for OpenAiPassthrough {
     }
 }
 
-/// `raw` without `range` of `data` (a slice of `raw`): the chunk without its `"usage": null`
-/// member ([`tollgate_protocol::usage::OpenAiChunk::null_usage`]).
+/// `raw` with its chunk `data` (a slice of `raw`) rewritten by serde without its top-level
+/// `usage` member (members otherwise in their order); `raw` itself if it is not a JSON object.
+fn without_usage(raw: &Bytes, data: &[u8]) -> Bytes {
+    let Ok(mut chunk) = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(data)
+    else {
+        return raw.clone();
+    };
+    chunk.remove("usage");
+    let Ok(json) = serde_json::to_vec(&chunk) else {
+        return raw.clone();
+    };
+    let at = data.as_ptr() as usize - raw.as_ptr() as usize;
+    let mut out = BytesMut::with_capacity(raw.len());
+    out.extend_from_slice(&raw[..at]);
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&raw[at + data.len()..]);
+    out.freeze()
+}
+
+/// `raw` without `range` of `data` (a slice of `raw`): the chunk without its `usage` member
+/// ([`tollgate_protocol::usage::OpenAiChunk::usage_member`]).
 fn cut_out(raw: &Bytes, data: &[u8], range: Range<usize>) -> Bytes {
     let at = data.as_ptr() as usize - raw.as_ptr() as usize;
     let mut out = BytesMut::with_capacity(raw.len() - range.len());
@@ -170,8 +203,10 @@ impl EventHandler for AnthropicPassthrough {
     }
 
     fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
-        let env = ErrorEnvelope::new(502, "api_error", message);
-        out.push_back(Bytes::from(env.to_sse_event(Dialect::Anthropic)));
+        // `event: error` `api_error`, as a translated Messages stream ends.
+        let mut b = BytesMut::new();
+        tollgate_translate::errors::write_anthropic_stream_error(&mut b, "api_error", message);
+        out.push_back(b.freeze());
     }
 
     fn usage(&self) -> Option<Usage> {
@@ -179,83 +214,19 @@ impl EventHandler for AnthropicPassthrough {
     }
 }
 
-/// Responses API events relayed to a Responses client; usage from `response.completed`
-/// (`response.usage`: `input_tokens` includes cached, `output_tokens` includes reasoning).
-#[derive(Default)]
-pub struct ResponsesPassthrough {
-    usage: Option<Usage>,
-    on_id: Option<OnId>,
-}
-
-/// Called once with the upstream's response id.
-pub type OnId = Box<dyn FnOnce(&str) + Send>;
-
-impl std::fmt::Debug for ResponsesPassthrough {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResponsesPassthrough")
-            .field("usage", &self.usage)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ResponsesPassthrough {
-    /// Calls `f` with the response id from `response.created` (so the gateway can later route
-    /// `GET /v1/responses/{id}` to the deployment that stores it).
-    pub fn on_id(f: OnId) -> Self {
-        Self {
-            usage: None,
-            on_id: Some(f),
-        }
-    }
-}
-
-impl EventHandler for ResponsesPassthrough {
-    fn on_event(&mut self, ev: RawEvent, out: &mut VecDeque<Bytes>) -> Step {
-        let name = event_name(&ev.raw);
-        if name == b"response.created"
-            && let Some(f) = self.on_id.take()
-            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(data_payload(&ev.raw))
-            && let Some(id) = v["response"]["id"].as_str()
-        {
-            f(id);
-        }
-        let step = match name {
-            b"response.completed" | b"response.incomplete" => {
-                self.usage = responses_usage(data_payload(&ev.raw));
-                Step::End { failed: false }
-            }
-            b"response.failed" | b"error" => Step::End { failed: true },
-            _ => Step::Continue,
-        };
-        out.push_back(ev.raw);
-        step
-    }
-
-    fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
-        let mut b = BytesMut::new();
-        tollgate_translate::errors::write_responses_stream_error(
-            &mut b,
-            0,
-            "upstream_stream_error",
-            message,
-        );
-        out.push_back(b.freeze());
-    }
-
-    fn usage(&self) -> Option<Usage> {
-        self.usage
-    }
-}
-
 /// Usage of a Responses object or of an event wrapping one under `response`.
 pub use tollgate_protocol::usage::responses_usage;
+
+pub use super::responses_passthrough::{OnId, ResponsesPassthrough};
 
 /// The common face of `tollgate_translate`'s stream state machines.
 pub trait Translator: Send {
     /// Feeds one upstream event; client bytes go to `out`.
     fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError>;
-    /// Upstream EOF.
-    fn finish(&mut self, out: &mut BytesMut);
+    /// The stream was cut short (upstream EOF before its final event, read error, idle gap):
+    /// ends it, with the client dialect's terminal error carrying `message` unless it could
+    /// end cleanly.
+    fn cut_short(&mut self, out: &mut BytesMut, message: &str);
     /// Usage so far.
     fn usage(&self) -> tollgate_translate::Usage;
     /// Where the stream stands.
@@ -272,8 +243,8 @@ macro_rules! translator {
             fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
                 <$t>::feed(self, ev, out)
             }
-            fn finish(&mut self, out: &mut BytesMut) {
-                <$t>::finish(self, out)
+            fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+                <$t>::cut_short(self, out, message)
             }
             fn usage(&self) -> tollgate_translate::Usage {
                 <$t>::usage(self)
@@ -297,8 +268,8 @@ macro_rules! responses_translator {
             fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
                 <$t>::feed(self, ev, out)
             }
-            fn finish(&mut self, out: &mut BytesMut) {
-                <$t>::finish(self, out)
+            fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+                <$t>::cut_short(self, out, message)
             }
             fn usage(&self) -> tollgate_translate::Usage {
                 <$t>::usage(self)
@@ -381,8 +352,9 @@ impl EventHandler for Translated {
                     _ => Step::End { failed: true },
                 },
             },
-            Err(_) => {
-                self.inner.finish(&mut self.buf);
+            Err(e) => {
+                self.inner
+                    .cut_short(&mut self.buf, &super::stream::unreadable_message(&e));
                 Step::End { failed: true }
             }
         };
@@ -390,10 +362,10 @@ impl EventHandler for Translated {
         step
     }
 
-    fn on_failure(&mut self, _message: &str, out: &mut VecDeque<Bytes>) {
-        // The translator knows the client's dialect: at a cut-short stream it writes the
-        // dialect's error event.
-        self.inner.finish(&mut self.buf);
+    fn on_failure(&mut self, message: &str, out: &mut VecDeque<Bytes>) {
+        // The translator knows the client's dialect: it writes the dialect's error event with
+        // the relay's message.
+        self.inner.cut_short(&mut self.buf, message);
         self.flush(out);
     }
 
@@ -458,6 +430,35 @@ mod tests {
         let (bytes, usage) = relay(false, &python);
         assert_eq!(bytes, python.concat().into_bytes());
         assert_eq!(usage.map(|u| u.prompt_tokens), Some(9));
+    }
+
+    /// vLLM's `continuous_usage_stats`: a usage object on every content chunk. A client that
+    /// did not ask sees none of them; the last one is billed.
+    #[test]
+    fn usage_on_every_content_chunk_is_hidden_when_forced() {
+        let events = [
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":0}}\n\n",
+            "data: {\"id\": \"c\", \"usage\": {\"prompt_tokens\": 9, \"completion_tokens\": 1}, \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"hi\"}}]}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2.0}}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\n\n",
+            "data: [DONE]\n\n",
+        ];
+        let (bytes, usage) = relay(true, &events);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            concat!(
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+                "data: {\"id\": \"c\", \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"hi\"}}]}\n\n",
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+                "data: [DONE]\n\n",
+            )
+        );
+        assert_eq!(
+            usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
+            Some((9, 2))
+        );
+        let (bytes, _) = relay(false, &events);
+        assert_eq!(bytes, events.concat().into_bytes());
     }
 
     #[test]

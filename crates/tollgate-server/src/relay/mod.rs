@@ -2,8 +2,9 @@
 //!
 //! - [`unary`]: non-streamed answers, relayed as bytes (status and body kept; errors never
 //!   turned into 2xx or emptied).
-//! - [`first_event`]: a 2xx stream's first event read before the client's head, so an
-//!   upstream that reports an error there fails the attempt (retries, fallbacks, an HTTP error).
+//! - [`first_event`]: a 2xx stream read up to its first event with content before the
+//!   client's head, so an upstream that reports an error there fails the attempt (retries,
+//!   fallbacks, an HTTP error); [`preamble`] tells the content-free events before it.
 //! - [`stream`]: SSE relayed event by event as it arrives (never buffered whole), with usage
 //!   captured from a copy of each event.
 //! - [`CallRecord`] / [`CallSink`]: what the settlement step receives once per call
@@ -11,6 +12,8 @@
 
 pub mod first_event;
 pub mod handlers;
+pub mod preamble;
+pub mod responses_passthrough;
 pub mod stream;
 pub mod unary;
 

@@ -6,13 +6,15 @@
 //! Passthrough handlers forward the event's exact bytes and parse a copy for usage;
 //! translating handlers run a dialect state machine.
 //!
-//! The relay starts from a [`Primed`] stream: its first data event was already read (and found
-//! not to be an error) before the client's head was sent ([`super::first_event`]); that event,
-//! and anything read with it, is relayed first.
+//! The relay starts from a [`Primed`] stream: its first event with content was already read
+//! (and found not to be an error) before the client's head was sent ([`super::first_event`]);
+//! the events held before it, that event and anything read with it are relayed first.
 //!
 //! Failure handling: an upstream read error, an idle gap longer than the deployment's limit,
-//! an oversized event, or an upstream EOF before `data: [DONE]` (or an error event) reaches the
-//! client as an OpenAI-shaped SSE error event, never as a silent clean end. When the client
+//! an oversized event, or an upstream EOF before the stream's final event (or an error event)
+//! reaches the client as its dialect's terminal error, never as a silent clean end, with one
+//! message for every dialect pair ([`idle_message`], [`unreadable_message`],
+//! [`STREAM_CUT_SHORT`]). When the client
 //! goes away, axum drops this stream, which drops the upstream body and so closes the upstream
 //! connection at once; the call is then recorded as client-disconnected with the usage seen so
 //! far.
@@ -27,13 +29,30 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::Stream;
 use tokio::time::Sleep;
-use tollgate_protocol::{RawEvent, SseFramer};
+use tollgate_protocol::{RawEvent, SseError, SseFramer};
 use tollgate_providers::UpstreamError;
 use tollgate_router::StreamSlot;
+use tollgate_translate::errors::STREAM_CUT_SHORT;
 
 use super::first_event::Primed;
 use super::handlers::{EventHandler, Step};
 use super::{CallRecord, CallSink};
+
+/// The message of the terminal error when the upstream sent nothing for `idle` (its
+/// `stream_timeout`) after the stream was committed: the same words for every client dialect
+/// and dialect pair.
+pub fn idle_message(idle: Duration) -> String {
+    format!(
+        "Upstream sent nothing for {} ms (stream idle timeout)",
+        idle.as_millis()
+    )
+}
+
+/// The message of the terminal error when an upstream event cannot be read (too large, not
+/// UTF-8).
+pub fn unreadable_message(e: &SseError) -> String {
+    format!("Upstream stream could not be read: {e}")
+}
 
 /// Largest single SSE event accepted from an upstream, bytes (a chunk is normally < 2 KiB).
 pub const MAX_EVENT_BYTES: usize = 4 << 20;
@@ -47,7 +66,8 @@ pub struct StreamRelay {
     framer: SseFramer,
     idle: Duration,
     sleep: Pin<Box<Sleep>>,
-    /// Events read before the head (comment-only ones, then the first data event).
+    /// Events read before the head (comments and content-free events, then the first event
+    /// with content).
     preamble: Vec<RawEvent>,
     first: Option<RawEvent>,
     queue: VecDeque<Bytes>,
@@ -112,7 +132,7 @@ impl StreamRelay {
                 Ok(Some(ev)) => self.on_event(ev),
                 Ok(None) => return,
                 Err(e) => {
-                    self.fail(format!("Upstream stream could not be read: {e}"));
+                    self.fail(unreadable_message(&e));
                     return;
                 }
             }
@@ -206,19 +226,16 @@ impl Stream for StreamRelay {
                     match this.framer.finish() {
                         Ok(Some(ev)) => this.on_event(ev),
                         Ok(None) => {}
-                        Err(e) => this.fail(format!("Upstream stream could not be read: {e}")),
+                        Err(e) => this.fail(unreadable_message(&e)),
                     }
                     if !this.saw_end && !this.finished {
-                        this.fail("Upstream closed the stream before it finished".to_owned());
+                        this.fail(STREAM_CUT_SHORT.to_owned());
                     }
                     this.finished = true;
                 }
                 Poll::Pending => {
                     if this.sleep.as_mut().poll(cx).is_ready() {
-                        this.fail(format!(
-                            "Upstream sent nothing for {} ms (stream idle timeout)",
-                            this.idle.as_millis()
-                        ));
+                        this.fail(idle_message(this.idle));
                         continue;
                     }
                     return Poll::Pending;

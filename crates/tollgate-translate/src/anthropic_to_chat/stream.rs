@@ -8,6 +8,7 @@ use tollgate_protocol::ParsedEvent;
 
 use crate::chat_chunk::{ChatChunk, tool_position};
 use crate::common::stop_reason_from_finish_reason;
+use crate::errors::STREAM_CUT_SHORT;
 use crate::errors::{anthropic_type_for_openai_error, write_anthropic_stream_error};
 use crate::ids::anthropic_message_id;
 use crate::usage::Usage;
@@ -242,20 +243,23 @@ impl StreamTranslator {
         Ok(())
     }
 
-    /// Ends the stream at upstream EOF: a clean end if a `finish_reason` was seen (usage as
-    /// known), else `event: error` (`api_error`) and [`StreamOutcome::Truncated`].
+    /// Ends the stream at upstream EOF: [`StreamTranslator::cut_short`] with
+    /// [`STREAM_CUT_SHORT`].
     pub fn finish(&mut self, out: &mut BytesMut) {
+        self.cut_short(out, STREAM_CUT_SHORT);
+    }
+
+    /// Ends a stream cut short (EOF, read error, idle gap): a clean end if a `finish_reason`
+    /// was seen (usage as known), else `event: error` (`api_error`) carrying `message` and
+    /// [`StreamOutcome::Truncated`].
+    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
         if self.outcome != StreamOutcome::InProgress {
             return;
         }
         if self.finish_reason.is_some() {
             self.complete(out);
         } else {
-            write_anthropic_stream_error(
-                out,
-                "api_error",
-                "upstream stream ended before finish_reason",
-            );
+            write_anthropic_stream_error(out, "api_error", message);
             self.outcome = StreamOutcome::Truncated;
         }
     }

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tollgate_protocol::ParsedEvent;
 
 use crate::common::finish_reason_from_stop_reason;
+use crate::errors::STREAM_CUT_SHORT;
 use crate::errors::write_openai_stream_error;
 use crate::usage::Usage;
 use crate::{StreamOutcome, TranslateError, sse_out};
@@ -436,12 +437,18 @@ impl StreamTranslator {
         Ok(())
     }
 
-    /// Ends the stream at upstream EOF. If `message_stop` never came, writes an error chunk
-    /// (`server_error`, "upstream stream ended before message_stop") and sets
-    /// [`StreamOutcome::Truncated`].
+    /// Ends the stream at upstream EOF: [`StreamTranslator::cut_short`] with
+    /// [`STREAM_CUT_SHORT`].
     pub fn finish(&mut self, out: &mut BytesMut) {
+        self.cut_short(out, STREAM_CUT_SHORT);
+    }
+
+    /// Ends a stream cut short (EOF, read error, idle gap): if `message_stop` never came,
+    /// writes an error chunk (`server_error`) carrying `message` and sets
+    /// [`StreamOutcome::Truncated`].
+    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
         if self.outcome == StreamOutcome::InProgress {
-            write_openai_stream_error(out, "upstream stream ended before message_stop", None);
+            write_openai_stream_error(out, message, None);
             self.outcome = StreamOutcome::Truncated;
         }
     }

@@ -10,6 +10,7 @@ use super::response::{
     reasoning_item_id, response_object, status_for,
 };
 use crate::chat_chunk::{ChatChunk, tool_position};
+use crate::errors::STREAM_CUT_SHORT;
 use crate::usage::Usage;
 use crate::{StreamOutcome, TranslateError, sse_out};
 
@@ -266,21 +267,23 @@ impl StreamTranslator {
         Ok(())
     }
 
-    /// Ends the stream at upstream EOF: completes if a `finish_reason` was seen, else writes
-    /// `response.failed` and sets [`StreamOutcome::Truncated`].
+    /// Ends the stream at upstream EOF: [`StreamTranslator::cut_short`] with
+    /// [`STREAM_CUT_SHORT`].
     pub fn finish(&mut self, out: &mut BytesMut) {
+        self.cut_short(out, STREAM_CUT_SHORT);
+    }
+
+    /// Ends a stream cut short (EOF, read error, idle gap): completes if a `finish_reason` was
+    /// seen, else writes `response.failed` (code `server_error`, `message`) and sets
+    /// [`StreamOutcome::Truncated`].
+    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
         if self.outcome != StreamOutcome::InProgress {
             return;
         }
         if self.finish_reason.is_some() {
             self.complete(out);
         } else {
-            self.fail(
-                out,
-                "server_error",
-                "upstream stream ended before finish_reason",
-                StreamOutcome::Truncated,
-            );
+            self.fail(out, "server_error", message, StreamOutcome::Truncated);
         }
     }
 
