@@ -131,14 +131,15 @@ impl Governance {
         options: GovernanceOptions,
     ) -> Result<Self, StoreError> {
         store.migrate().await?;
-        let snapshot = store.load().await?;
+        let mut snapshot = store.load().await?;
+        let windows = std::mem::take(&mut snapshot.model_budget_windows);
         let admission = Admission::new(
             Arc::new(InMemoryCounterStore::default()),
             options.admission.clone(),
         );
         let entities = Entities::from_snapshot(snapshot);
-        seed::seed_spend(&admission, &entities);
-        seed::seed_model_spend(store.as_ref(), &admission, &entities).await?;
+        seed::seed_spend(&admission, &entities, &options.end_user_default);
+        seed::seed_model_spend(store.as_ref(), &admission, &entities, &windows).await?;
         // The whole proxy's spend lives only in the spend logs: its window's sum.
         let now = admission.now();
         let window = options.global.budget_duration;
