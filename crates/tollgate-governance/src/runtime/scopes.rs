@@ -99,6 +99,19 @@ pub fn build(
     global: &Limits,
     end_user: &EndUserDefault,
 ) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
+    build_noting(e, principal, facts, global, end_user, &mut false)
+}
+
+/// [`build`], also setting `unseen` when the request's end user has no row in `e` yet (its
+/// first request: the caller records it, so the management API sees it at once).
+pub(super) fn build_noting(
+    e: &Entities,
+    principal: Option<&Principal>,
+    facts: RequestFacts<'_>,
+    global: &Limits,
+    end_user: &EndUserDefault,
+    unseen: &mut bool,
+) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
     let mut out = Vec::with_capacity(6);
     if let Some(p) = principal {
         let k = &p.key;
@@ -157,6 +170,7 @@ pub fn build(
     }
     if let Some(id) = facts.end_user.filter(|s| !s.is_empty()) {
         let row = e.end_users.get(id);
+        *unseen = row.is_none();
         if row.is_some_and(|r| r.blocked) {
             return Err(BlockedEndUser(id.to_owned()));
         }

@@ -292,3 +292,42 @@ async fn stored_window_ends_seed_per_model_budgets_without_the_logs() {
     assert_eq!(ended.spend, 0.0);
     assert!(ended.budget_reset_at.is_some_and(|at| at > now));
 }
+
+/// An end user is in the cache from its first request (no limits of its own, spend 0), so the
+/// management API finds it at once; a known one is left as it is.
+#[tokio::test]
+async fn a_first_request_puts_its_end_user_in_the_cache() {
+    let g = hub(Vec::new()).await;
+    assert!(!g.cache().read().end_users.contains_key("eu-1"));
+    let facts = RequestFacts {
+        end_user: Some("eu-1"),
+        model_group: "mock-gpt",
+        ..RequestFacts::default()
+    };
+    g.scopes(None, facts).unwrap();
+    let row = g.cache().read().end_users.get("eu-1").cloned().unwrap();
+    assert_eq!(
+        *row,
+        crate::store::EndUser {
+            user_id: "eu-1".into(),
+            ..crate::store::EndUser::default()
+        }
+    );
+    g.cache().update(|e| {
+        e.end_users.insert(
+            "eu-1".into(),
+            Arc::new(crate::store::EndUser {
+                user_id: "eu-1".into(),
+                blocked: true,
+                ..crate::store::EndUser::default()
+            }),
+        )
+    });
+    assert!(g.scopes(None, facts).is_err(), "blocked, not replaced");
+    let empty = RequestFacts {
+        end_user: Some(""),
+        ..facts
+    };
+    g.scopes(None, empty).unwrap();
+    assert!(!g.cache().read().end_users.contains_key(""));
+}
