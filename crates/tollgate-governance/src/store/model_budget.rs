@@ -7,10 +7,17 @@
 //! | `{"gpt-4o": {"budget_limit": 1.0, "time_period": "1d"}}` | 1.0 USD | `time_period`, a budget duration (LiteLLM's `BudgetConfig`; `_PROXY_VirtualKeyModelMaxBudgetLimiter`) |
 //!
 //! `max_budget` / `budget_duration` are accepted for `budget_limit` / `time_period` (the field
-//! names of LiteLLM's `BudgetConfig`, whose aliases the API shows). The key of an entry is the
-//! model group the request names (`model`), as LiteLLM keys the limiter's counters on the
-//! model group. Entries are enforced on the `model_per_key` scope; the model's spend in its
-//! window is kept in the key's `model_spend` column (`{"gpt-4o": <USD>}`).
+//! names of LiteLLM's `BudgetConfig`, whose aliases the API shows).
+//!
+//! **Amounts**, in either shape: a JSON number, or a string holding one (`"0.5"`, `"1e-7"`,
+//! surrounding spaces allowed), finite and `>= 0` USD. One rule for both shapes: LiteLLM's
+//! CRUD endpoints convert `budget_limit` with Python's `float()` and its `BudgetConfig` reads a
+//! numeric string as a float, so a string amount means the same as the number.
+//!
+//! The key of an entry is the model group the request names (`model`), as LiteLLM keys the
+//! limiter's counters on the model group. Entries are enforced on the `model_per_key` scope;
+//! the model's spend in its window is kept in the key's `model_spend` column
+//! (`{"gpt-4o": <USD>}`).
 
 use serde_json::Value;
 
@@ -20,13 +27,15 @@ use crate::duration::BudgetDuration;
 /// Why a `model_max_budget` entry is refused (400 on the management API).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelBudgetError {
-    /// Neither a number nor an object.
+    /// Neither an amount nor an object, or a negative, non-finite or non-numeric amount.
     #[error(
-        "Invalid model_max_budget[{0}]: expected a number (USD) or {{\"budget_limit\": <USD>, \"time_period\": \"<duration>\"}}"
+        "Invalid model_max_budget[{0}]: expected an amount >= 0 (USD, a number or a string holding one) or {{\"budget_limit\": <USD>, \"time_period\": \"<duration>\"}}"
     )]
     Shape(String),
-    /// `budget_limit` is not a non-negative number.
-    #[error("Invalid model_max_budget[{0}].budget_limit: expected a number >= 0 (USD)")]
+    /// `budget_limit` is not an amount `>= 0`.
+    #[error(
+        "Invalid model_max_budget[{0}].budget_limit: expected an amount >= 0 (USD, a number or a string holding one)"
+    )]
     Limit(String),
     /// `time_period` is not a duration.
     #[error(
@@ -44,13 +53,14 @@ pub struct ModelBudget {
     pub duration: Option<BudgetDuration>,
 }
 
-fn number(v: &Value) -> Option<f64> {
-    match v {
+/// An amount: a JSON number or a string holding one (see the module docs), finite and `>= 0`.
+fn amount(v: &Value) -> Option<f64> {
+    let x = match v {
         Value::Number(n) => n.as_f64(),
-        // LiteLLM's CRUD endpoints accept the limit as a numeric string too
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
-    }
+    }?;
+    (x.is_finite() && x >= 0.0).then_some(x)
 }
 
 impl ModelBudget {
@@ -58,8 +68,7 @@ impl ModelBudget {
     pub fn parse(model: &str, v: &Value) -> Result<ModelBudget, ModelBudgetError> {
         let limit = |x: &Value| match x {
             Value::Null => Ok(None),
-            x => number(x)
-                .filter(|b| b.is_finite() && *b >= 0.0)
+            x => amount(x)
                 .map(Some)
                 .ok_or_else(|| ModelBudgetError::Limit(model.to_owned())),
         };
@@ -82,8 +91,10 @@ impl ModelBudget {
                     duration,
                 })
             }
-            Value::Number(_) => Ok(ModelBudget {
-                max_budget: limit(v)?,
+            Value::Number(_) | Value::String(_) => Ok(ModelBudget {
+                max_budget: Some(
+                    amount(v).ok_or_else(|| ModelBudgetError::Shape(model.to_owned()))?,
+                ),
                 duration: None,
             }),
             _ => Err(ModelBudgetError::Shape(model.to_owned())),
@@ -161,6 +172,42 @@ mod tests {
         assert_eq!((text.max_budget, text.duration), (Some(0.25), None));
     }
 
+    /// One amount rule for both shapes: a number or a string holding one, finite, >= 0.
+    #[test]
+    fn string_amounts_follow_one_rule_in_both_shapes() {
+        for (v, want) in [
+            (json!("0.5"), 0.5),
+            (json!(" 1e-7 "), 1e-7),
+            (json!({"budget_limit": "0.0000001"}), 1e-7),
+            (json!({"max_budget": "2"}), 2.0),
+            (json!(0), 0.0),
+        ] {
+            assert_eq!(
+                ModelBudget::parse("m", &v).unwrap().max_budget,
+                Some(want),
+                "{v}"
+            );
+        }
+        for flat in [
+            json!("-0.5"),
+            json!("NaN"),
+            json!("inf"),
+            json!(""),
+            json!("1,5"),
+        ] {
+            assert_eq!(
+                ModelBudget::parse("m", &flat).unwrap_err(),
+                ModelBudgetError::Shape("m".into()),
+                "{flat}"
+            );
+            assert_eq!(
+                ModelBudget::parse("m", &json!({"budget_limit": flat})).unwrap_err(),
+                ModelBudgetError::Limit("m".into()),
+                "{flat}"
+            );
+        }
+    }
+
     #[test]
     fn bad_entries_name_the_model_and_the_field() {
         let e = ModelBudget::parse("gpt-4o", &json!("lots")).unwrap_err();
@@ -171,6 +218,10 @@ mod tests {
         );
         assert_eq!(
             ModelBudget::parse("m", &json!(-1)).unwrap_err(),
+            ModelBudgetError::Shape("m".into())
+        );
+        assert_eq!(
+            ModelBudget::parse("m", &json!({"budget_limit": -1})).unwrap_err(),
             ModelBudgetError::Limit("m".into())
         );
         assert_eq!(
