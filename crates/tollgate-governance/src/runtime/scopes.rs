@@ -14,7 +14,7 @@
 //! behind, with its spend).
 
 use crate::admission::{Limits, ScopeKey, ScopeKind, ScopeRequest};
-use crate::store::EndUser;
+use crate::store::{EndUser, ModelNames};
 
 use super::cache::Entities;
 use super::principal::Principal;
@@ -74,6 +74,22 @@ pub struct RequestFacts<'a> {
     pub tags: &'a [String],
     /// The model group that will be called.
     pub model_group: &'a str,
+    /// The model name as the client sent it, on the first attempt (`None` on a fallback):
+    /// per-model budgets keyed by it govern first ([`crate::store::ModelNames`]).
+    pub requested: Option<&'a str>,
+    /// The model group a key or team alias maps the requested name to, on the first attempt.
+    pub routed: Option<&'a str>,
+}
+
+impl<'a> RequestFacts<'a> {
+    /// The names per-model budgets of this attempt may be keyed by.
+    pub fn model_names(&self) -> ModelNames<'a> {
+        ModelNames {
+            requested: self.requested,
+            routed: self.routed,
+            group: self.model_group,
+        }
+    }
 }
 
 /// A refused end user (`/customer/block`): LiteLLM answers 400 "Blocked user".
@@ -122,11 +138,11 @@ pub(super) fn build_noting(
             )
             .with_display(p.display()),
         );
-        if let Some(l) = k.model_limits_for(facts.model_group) {
+        for m in k.model_scopes(&facts.model_names()).into_iter().flatten() {
             // LiteLLM names the key by its alias here ("key_alias: None" without one)
             let alias = k.key_alias.as_deref().filter(|a| !a.is_empty());
             out.push(
-                ScopeRequest::new(ScopeKey::model_per_key(&k.token, facts.model_group), l)
+                ScopeRequest::new(ScopeKey::model_per_key(&k.token, m.name), m.limits)
                     .with_display(alias.unwrap_or("None")),
             );
         }
@@ -257,6 +273,7 @@ mod tests {
             end_user: Some("cust"),
             tags: &tags,
             model_group: "gpt",
+            ..RequestFacts::default()
         };
         let s = build(
             &e,
@@ -375,6 +392,7 @@ mod tests {
             end_user: Some("first-timer"),
             tags: &[],
             model_group: "m",
+            ..RequestFacts::default()
         };
         let s = build(&e, None, facts, &Limits::default(), &both).unwrap();
         assert_eq!(s[0].key, ScopeKey::new(ScopeKind::EndUser, "first-timer"));

@@ -30,7 +30,9 @@ pub use codec::{GetCol, ToRow, Val};
 pub use db_error::{SQLSTATE_NO_SUCH_DATABASE, db_error_message};
 pub use entities::*;
 pub use keys::{SecretKey, hash_key, is_key_hash, mask_key};
-pub use model_budget::{ModelBudget, ModelBudgetError, validate_model_max_budget};
+pub use model_budget::{
+    ModelBudget, ModelBudgetError, ModelNames, ModelScope, model_scopes, validate_model_max_budget,
+};
 pub use model_window::{MODEL_BUDGET_WINDOW, ModelBudgetWindow};
 pub use models::ProxyModel;
 pub use postgres::PostgresStore;
