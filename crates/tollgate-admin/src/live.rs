@@ -8,18 +8,35 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
+use tollgate_governance::duration::BudgetDuration;
 use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::{
     EndUser, ModelBudget, Team, TeamMembership, User, VerificationToken,
 };
 
-/// Spend (USD) and next reset of a scope now. Spend of a window whose reset time has passed
-/// (no request has rolled it yet) is reported as 0, as the next request will see it.
+/// Spend (USD) and next reset of a scope now ([`window`] without a fallback period).
 pub(crate) fn spend(gov: &Governance, scope: &ScopeKey) -> (f64, Option<DateTime<Utc>>) {
+    window(gov, scope, None)
+}
+
+/// Spend (USD) in the window in force now and when that window ends. A window whose reset
+/// time has passed with no request since (nothing has rolled it yet) is shown as the next
+/// request will find it: spend 0, ending at the next standardised reset of its period (the
+/// counter's, else `period`: the window the entity is counted under), never the reset that
+/// already happened.
+pub(crate) fn window(
+    gov: &Governance,
+    scope: &ScopeKey,
+    period: Option<BudgetDuration>,
+) -> (f64, Option<DateTime<Utc>>) {
+    let now = gov.admission().now();
     match gov.admission().spend(scope) {
         None => (0.0, None),
         Some(s) => match s.budget_reset_at {
-            Some(at) if at <= gov.admission().now() => (0.0, Some(at)),
+            Some(at) if at <= now => {
+                let next = s.budget_duration.or(period).map(|d| d.next_reset(now));
+                (0.0, next.or(Some(at)))
+            }
             at => (s.spend, at),
         },
     }
@@ -49,10 +66,10 @@ pub(crate) fn model_spend(gov: &Governance, k: &VerificationToken) -> Value {
     };
     if let Some(models) = k.model_max_budget.as_object() {
         for model in models.keys() {
-            if ModelBudget::of(&k.model_max_budget, model).is_none() {
+            let Some(b) = ModelBudget::of(&k.model_max_budget, model) else {
                 continue;
-            }
-            let (spend, _) = self::spend(gov, &ScopeKey::model_per_key(&k.token, model));
+            };
+            let (spend, _) = window(gov, &ScopeKey::model_per_key(&k.token, model), b.duration);
             out.insert(model.clone(), Value::from(spend));
         }
     }
@@ -62,7 +79,8 @@ pub(crate) fn model_spend(gov: &Governance, k: &VerificationToken) -> Value {
 /// A key row carrying its live spend, window and per-model spend (to write back without
 /// rolling any of them back).
 pub(crate) fn key_row(gov: &Governance, k: &VerificationToken) -> VerificationToken {
-    let (spend, reset) = self::spend(gov, &ScopeKey::key(&k.token));
+    let period = crate::key_fields::key_window(&gov.cache().read(), k, None);
+    let (spend, reset) = window(gov, &ScopeKey::key(&k.token), period);
     VerificationToken {
         spend,
         budget_reset_at: reset.or(k.budget_reset_at),
@@ -73,7 +91,8 @@ pub(crate) fn key_row(gov: &Governance, k: &VerificationToken) -> VerificationTo
 
 /// A user row carrying its live spend and window (to write back without rolling spend back).
 pub(crate) fn user_row(gov: &Governance, u: &User) -> User {
-    let (spend, reset) = self::spend(gov, &ScopeKey::new(ScopeKind::User, u.user_id.as_str()));
+    let scope = ScopeKey::new(ScopeKind::User, u.user_id.as_str());
+    let (spend, reset) = window(gov, &scope, u.limits().budget_duration);
     User {
         spend,
         budget_reset_at: reset.or(u.budget_reset_at),
@@ -83,7 +102,8 @@ pub(crate) fn user_row(gov: &Governance, u: &User) -> User {
 
 /// A team row carrying its live spend and window.
 pub(crate) fn team_row(gov: &Governance, t: &Team) -> Team {
-    let (spend, reset) = self::spend(gov, &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()));
+    let scope = ScopeKey::new(ScopeKind::Team, t.team_id.as_str());
+    let (spend, reset) = window(gov, &scope, t.limits().budget_duration);
     Team {
         spend,
         budget_reset_at: reset.or(t.budget_reset_at),
