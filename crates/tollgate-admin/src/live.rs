@@ -56,6 +56,59 @@ pub(crate) fn arm(gov: &Governance, scope: &ScopeKey, plan: Option<&WindowPlan>)
     }
 }
 
+/// The scopes whose window follows tier `id`: keys without their own `budget_duration`,
+/// customers, team members, organizations and tags linked to it.
+pub(crate) fn linked_scopes(gov: &Governance, id: &str) -> Vec<ScopeKey> {
+    let e = gov.cache().read();
+    let is = |b: &Option<String>| b.as_deref() == Some(id);
+    let mut out: Vec<ScopeKey> = e
+        .keys
+        .values()
+        .filter(|k| is(&k.budget_id) && k.budget_duration.is_none())
+        .map(|k| ScopeKey::key(&k.token))
+        .collect();
+    out.extend(
+        e.end_users
+            .values()
+            .filter(|c| is(&c.budget_id))
+            .map(|c| ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str())),
+    );
+    out.extend(
+        e.memberships
+            .values()
+            .filter(|m| is(&m.budget_id))
+            .map(|m| ScopeKey::team_member(&m.team_id, &m.user_id)),
+    );
+    out.extend(
+        e.organizations
+            .values()
+            .filter(|o| is(&o.budget_id))
+            .map(|o| ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str())),
+    );
+    out.extend(
+        e.tags
+            .values()
+            .filter(|t| is(&t.budget_id))
+            .map(|t| ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str())),
+    );
+    out
+}
+
+/// Applies the window change of tier `id` to every scope that follows it ([`linked_scopes`]),
+/// once the store and the cache hold the change. A tier is shared: LiteLLM updates a linked
+/// tier in place whichever route changes it (`/budget/update`, `/customer/update`,
+/// `/tag/update`, ...), so one rule holds for all its customers, keys, members, organizations
+/// and tags (a first window starts at 0 for each of them, the same one again leaves each as it
+/// is). Nothing for `None`.
+pub(crate) fn arm_tier(gov: &Governance, id: Option<&str>, plan: Option<&WindowPlan>) {
+    let (Some(id), Some(p)) = (id, plan) else {
+        return;
+    };
+    for s in linked_scopes(gov, id) {
+        gov.admission().arm_window(&s, p);
+    }
+}
+
 /// The key's `model_spend` now: the stored object with, for each model of its
 /// `model_max_budget`, the live spend of that model's budget in its window, USD (0 before the
 /// model's first request).
