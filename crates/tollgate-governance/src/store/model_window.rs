@@ -8,7 +8,9 @@
 //! needs: the end of the window that spend belongs to. Both are written behind in the same
 //! transaction from the same counter snapshot, so the start-up seed ([`crate::runtime`]) takes
 //! the window's spend from `model_spend` while that window has not ended, and 0 once it has,
-//! without summing spend logs.
+//! without summing spend logs. Should the table be gone (a LiteLLM `prisma db push` may drop
+//! tables its schema does not know), the next start's migration creates it again, and a
+//! windowed entry without a row is re-derived once from its spend logs.
 
 use chrono::{DateTime, Utc};
 
