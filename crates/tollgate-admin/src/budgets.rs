@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
+use tollgate_governance::admission::WindowPlan;
 use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::BudgetTier;
 
@@ -107,44 +107,6 @@ fn row(t: &BudgetTier) -> Value {
     Value::Object(extract::object(t))
 }
 
-/// The scopes whose window follows tier `id`: keys without their own `budget_duration`,
-/// customers, team members, organizations and tags linked to it.
-fn linked_scopes(gov: &Governance, id: &str) -> Vec<ScopeKey> {
-    let e = gov.cache().read();
-    let is = |b: &Option<String>| b.as_deref() == Some(id);
-    let mut out: Vec<ScopeKey> = e
-        .keys
-        .values()
-        .filter(|k| is(&k.budget_id) && k.budget_duration.is_none())
-        .map(|k| ScopeKey::key(&k.token))
-        .collect();
-    out.extend(
-        e.end_users
-            .values()
-            .filter(|c| is(&c.budget_id))
-            .map(|c| ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str())),
-    );
-    out.extend(
-        e.memberships
-            .values()
-            .filter(|m| is(&m.budget_id))
-            .map(|m| ScopeKey::team_member(&m.team_id, &m.user_id)),
-    );
-    out.extend(
-        e.organizations
-            .values()
-            .filter(|o| is(&o.budget_id))
-            .map(|o| ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str())),
-    );
-    out.extend(
-        e.tags
-            .values()
-            .filter(|t| is(&t.budget_id))
-            .map(|t| ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str())),
-    );
-    out
-}
-
 /// `POST /budget/new` → the tier row (`budget_id` a uuid when absent). Errors: 400 (bad
 /// body, existing id), 401, 403, 500.
 async fn new(
@@ -205,11 +167,7 @@ async fn update(
     }
     .commit(gov)
     .await?;
-    if let Some(w) = &window {
-        for s in linked_scopes(gov, &id) {
-            live::arm(gov, &s, Some(w));
-        }
-    }
+    live::arm_tier(gov, Some(&id), window.as_ref());
     tracing::info!(budget_id = %id, "budget tier updated");
     Ok(Json(row(&t)))
 }

@@ -5,8 +5,14 @@
 //! A customer's limits live on its budget tier (`budget_id`), as in LiteLLM: `max_budget`
 //! (USD), `soft_budget`, `budget_duration`, `tpm_limit` (tokens/min), `rpm_limit` (requests/min),
 //! `max_parallel_requests`, `model_max_budget` given on `new`/`update` create the tier, or
-//! change the linked one (every customer linked to it sees the change). A blocked customer's
-//! requests are refused from the next request.
+//! change the linked one in place (LiteLLM's `update_end_user`): every customer (and key,
+//! member, organization, tag) linked to it sees the change, and a first `budget_duration`
+//! starts the window at 0 for each of them by the same rule ([`live::arm_tier`]). A customer
+//! held to the default end-user budget (`max_end_user_budget`, `max_end_user_budget_id`) that
+//! gets budget fields gets its own tier carrying that default's limits, the given fields on
+//! top: a `budget_duration` alone starts a window under the same cap, never lifts it. An end
+//! user is known from its first request (its row is created by the gateway), so these routes
+//! find it at once. A blocked customer's requests are refused from the next request.
 
 use std::sync::Arc;
 
@@ -24,7 +30,7 @@ use tollgate_governance::runtime::{EndUserDefault, Entities, Governance, end_use
 use tollgate_governance::store::{BudgetTier, EndUser};
 
 use crate::error::{ApiError, ApiResult};
-use crate::tier::{TierLimits, tier_window, tier_with};
+use crate::tier::{TierLimits, default_end_user_tier, tier_window, tier_with};
 use crate::write::Batch;
 use crate::{AdminContext, access, extract, live};
 
@@ -91,8 +97,10 @@ impl CustomerFields {
     }
 
     /// Applies the fields; returns the tier to write (created or changed) and the window
-    /// change of the customer's scope ([`WindowPlan`], from the window it was counted under:
-    /// its tier's, else the default end-user budget's; already applied to `c.spend`).
+    /// change of the scopes that follow it ([`WindowPlan`], from the window the customer was
+    /// counted under: its tier's, else the default end-user budget's; already applied to
+    /// `c.spend`). `window_end` is when the customer's window in force ends (its counter), kept
+    /// on a tier that carries the default's window on unchanged.
     /// Errors: 400 (bad region, unknown `budget_id`, `budget_id` together with budget fields,
     /// bad duration or `model_max_budget`).
     fn apply(
@@ -100,25 +108,29 @@ impl CustomerFields {
         e: &Entities,
         default: &EndUserDefault,
         c: &mut EndUser,
+        window_end: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
         by: &str,
-    ) -> ApiResult<(Option<BudgetTier>, Option<WindowPlan>)> {
+    ) -> ApiResult<Change> {
         let before = end_user_limits(e, Some(c), default).budget_duration;
-        let (tier, window) = self.apply_fields(e, c, before, now, by)?;
-        if window.is_some_and(|w| w.restart) {
+        let change = self.apply_fields(e, default, c, before, window_end, now, by)?;
+        if change.window.is_some_and(|w| w.restart) {
             c.spend = 0.0;
         }
-        Ok((tier, window))
+        Ok(change)
     }
 
+    #[allow(clippy::too_many_arguments)] // one call site; the pieces are the route's state
     fn apply_fields(
         &self,
         e: &Entities,
+        default: &EndUserDefault,
         c: &mut EndUser,
         before: Option<BudgetDuration>,
+        window_end: Option<DateTime<Utc>>,
         now: DateTime<Utc>,
         by: &str,
-    ) -> ApiResult<(Option<BudgetTier>, Option<WindowPlan>)> {
+    ) -> ApiResult<Change> {
         if let Some(r) = &self.allowed_model_region {
             if r != "eu" && r != "us" {
                 return Err(ApiError::bad_request(format!(
@@ -149,10 +161,13 @@ impl CustomerFields {
             };
             c.budget_id = Some(id.clone());
             let after = tier_window(Some(tier));
-            return Ok((None, WindowPlan::for_update(before, after, now)));
+            return Ok(Change {
+                tier: None,
+                window: WindowPlan::for_update(before, after, now),
+            });
         }
         if !self.has_budget_fields() {
-            return Ok((None, None));
+            return Ok(Change::default());
         }
         let d = extract::duration("budget_duration", self.budget_duration.as_deref())?;
         if let Some(m) = &self.model_max_budget {
@@ -164,13 +179,17 @@ impl CustomerFields {
             tpm_limit: self.tpm_limit,
             rpm_limit: self.rpm_limit,
         };
-        let (mut t, window) = tier_with(
-            e.budget(c.budget_id.as_deref()).map(|t| t.as_ref()),
-            &limits,
-            before,
-            now,
-            by,
-        );
+        // the tier that governs the customer: its own, else a copy of the default it was held to
+        let own = e.budget(c.budget_id.as_deref()).map(|t| t.as_ref());
+        let copy = match own {
+            Some(_) => None,
+            None => default_end_user_tier(e, default, now, by),
+        };
+        let (mut t, window) = tier_with(own.or(copy.as_ref()), &limits, before, now, by);
+        if own.is_none() && window.is_none() && t.limits().budget_duration.is_some() {
+            // the default's window goes on under the customer's own tier
+            t.budget_reset_at = window_end;
+        }
         if let Some(v) = self.soft_budget {
             t.soft_budget = Some(v);
         }
@@ -181,17 +200,28 @@ impl CustomerFields {
             t.model_max_budget = Value::Object(m.clone());
         }
         c.budget_id = Some(t.budget_id.clone());
-        Ok((Some(t), window))
+        Ok(Change {
+            tier: Some(t),
+            window,
+        })
     }
 }
 
-/// Writes a customer (and its tier), then applies the window change to the customer's scope.
-async fn save(
-    gov: &Governance,
-    c: &EndUser,
+/// What a customer write changes beyond its row.
+#[derive(Debug, Default)]
+struct Change {
+    /// The customer's tier, created or changed in place (shared with whatever else links it).
     tier: Option<BudgetTier>,
+    /// The window change: of every scope following `tier` when there is one, else (a
+    /// `budget_id` switch) of the customer alone.
     window: Option<WindowPlan>,
-) -> ApiResult<()> {
+}
+
+/// Writes a customer (and its tier), then applies the window change: to every scope that
+/// follows the tier written (it is shared, [`live::arm_tier`]), else to the customer alone.
+async fn save(gov: &Governance, c: &EndUser, change: Change) -> ApiResult<()> {
+    let Change { tier, window } = change;
+    let tier_id = tier.as_ref().map(|t| t.budget_id.clone());
     Batch {
         end_users: vec![c.clone()],
         budgets: tier.into_iter().collect(),
@@ -199,7 +229,10 @@ async fn save(
     }
     .commit(gov)
     .await?;
-    live::arm(gov, &scope(&c.user_id), window.as_ref());
+    match tier_id {
+        Some(id) => live::arm_tier(gov, Some(&id), window.as_ref()),
+        None => live::arm(gov, &scope(&c.user_id), window.as_ref()),
+    }
     Ok(())
 }
 
@@ -223,7 +256,8 @@ async fn new(
         user_id: id.clone(),
         ..EndUser::default()
     };
-    let (tier, window) = {
+    let window_end = live::spend(gov, &scope(&id)).1;
+    let change = {
         let e = gov.cache().read();
         if e.end_users.contains_key(&id) {
             return Err(ApiError::bad_request(format!(
@@ -234,11 +268,12 @@ async fn new(
             &e,
             &gov.options().end_user_default,
             &mut c,
+            window_end,
             now,
             &who.actor(),
         )?
     };
-    save(gov, &c, tier, window).await?;
+    save(gov, &c, change).await?;
     tracing::info!(end_user = %id, "customer created");
     Ok(Json(Value::Object(object(gov, &c))))
 }
@@ -269,14 +304,16 @@ async fn update(
     let gov = &ctx.gov;
     let mut c = live::end_user_row(gov, &*cached(gov, &id)?);
     let now = gov.admission().now();
-    let (tier, window) = req.apply(
+    let window_end = live::spend(gov, &scope(&id)).1;
+    let change = req.apply(
         &gov.cache().read(),
         &gov.options().end_user_default,
         &mut c,
+        window_end,
         now,
         &who.actor(),
     )?;
-    save(gov, &c, tier, window).await?;
+    save(gov, &c, change).await?;
     tracing::info!(end_user = %id, "customer updated");
     Ok(Json(Value::Object(object(gov, &c))))
 }

@@ -40,8 +40,9 @@ pub(crate) fn duration(field: &str, v: Option<&str>) -> ApiResult<Option<BudgetD
 }
 
 /// Checks a `model_max_budget` map: each entry `<USD>` or `{"budget_limit": <USD>,
-/// "time_period": "<duration>"}` (LiteLLM's two shapes, see
-/// `tollgate_governance::store::model_budget`). Errors: 400 naming the model and the field.
+/// "time_period": "<duration>"}` (LiteLLM's two shapes, an amount being a number or a string
+/// holding one, see `tollgate_governance::store::model_budget`). Errors: 400 naming the model
+/// and the field.
 pub(crate) fn model_max_budget(m: &Map<String, Value>) -> ApiResult<()> {
     tollgate_governance::store::validate_model_max_budget(m)
         .map_err(|e| ApiError::bad_request(e.to_string()))

@@ -7,7 +7,9 @@
 //! as LiteLLM does; `soft_budget` lives on a budget tier (`budget_id`), created for the key when
 //! it has none. Absent fields leave the row as it is; `null` clears `max_budget`, `tpm_limit`,
 //! `rpm_limit` and `max_parallel_requests` (no limit), as LiteLLM lets `/key/update` remove a
-//! budget; negative values are refused.
+//! budget; negative values are refused. `budget_duration: null` is "not given": the window
+//! stays as it is, as in LiteLLM, whose `prepare_key_update_data` acts on a non-empty
+//! `budget_duration` string only (and whose UI sends `null` for the fields left alone).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,6 +46,7 @@ pub(crate) struct KeyFields {
     #[serde(deserialize_with = "extract::nullable")]
     pub max_budget: Option<Option<f64>>,
     pub soft_budget: Option<f64>,
+    /// Absent or `null`: the window is left as it is (LiteLLM's rule, see the module docs).
     pub budget_duration: Option<String>,
     pub budget_id: Option<String>,
     /// Absent: unchanged; `null`: cleared (no limit).

@@ -11,13 +11,14 @@ use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::{SecretKey, VerificationToken};
 
 use crate::extract;
-use crate::key_fields::tier_of;
+use crate::key_fields::{key_window, tier_of};
 use crate::live;
 
 /// A key row as LiteLLM's key object (see the module docs).
 pub(crate) fn object(gov: &Governance, row: &VerificationToken) -> Map<String, Value> {
     let mut m = extract::object(row);
-    let (spend, reset) = live::spend(gov, &ScopeKey::key(&row.token));
+    let period = key_window(&gov.cache().read(), row, None);
+    let (spend, reset) = live::window(gov, &ScopeKey::key(&row.token), period);
     m.insert("spend".into(), Value::from(spend));
     m.insert("model_spend".into(), live::model_spend(gov, row));
     if let Some(at) = reset {

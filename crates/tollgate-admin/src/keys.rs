@@ -15,14 +15,14 @@ use axum::routing::post;
 use axum::{Json, Router};
 use http::HeaderMap;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tollgate_governance::admission::ScopeKey;
 use tollgate_governance::store::{SecretKey, VerificationToken, hash_key, is_key_hash};
 
 use crate::error::{ApiError, ApiResult};
 use crate::key_fields::{KeyFields, KeyPlan, new_row};
 use crate::write::Batch;
-use crate::{AdminContext, access, extract, key_view, live};
+use crate::{AdminContext, access, extract, key_view, live, served};
 
 /// The key routes that write.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -115,6 +115,32 @@ async fn save(
     Ok(())
 }
 
+/// Adds `"warnings": [...]` to a key response when the body set `model_max_budget` and an
+/// entry names nothing this proxy serves ([`served::unserved_budgets`]); logs each one.
+fn warn_unserved(
+    ctx: &AdminContext,
+    req: &KeyFields,
+    row: &VerificationToken,
+    out: &mut Map<String, Value>,
+) {
+    if req.model_max_budget.is_none() {
+        return;
+    }
+    let team_aliases = row
+        .team_id
+        .as_ref()
+        .and_then(|t| ctx.gov.cache().read().teams.get(t).cloned())
+        .and_then(|t| t.metadata.get("model_aliases").cloned())
+        .unwrap_or(Value::Null);
+    let warnings = served::unserved_budgets(&*ctx.models, row, &team_aliases);
+    for w in &warnings {
+        tracing::warn!(token = %row.token, "{w}");
+    }
+    if !warnings.is_empty() {
+        out.insert("warnings".into(), Value::from(warnings));
+    }
+}
+
 /// [`Counters::Set`] when the body sets `spend`, else [`Counters::Window`].
 fn counters_for(req: &KeyFields) -> Counters {
     if req.spend.is_some() {
@@ -152,12 +178,9 @@ async fn generate(
     };
     save(&ctx, &row, plan, None, counters_for(&req)).await?;
     tracing::info!(key = %secret.masked(), "virtual key generated");
-    Ok(Json(Value::Object(key_view::generated(
-        gov,
-        &row,
-        &secret,
-        req.duration.as_deref(),
-    ))))
+    let mut out = key_view::generated(gov, &row, &secret, req.duration.as_deref());
+    warn_unserved(&ctx, &req, &row, &mut out);
+    Ok(Json(Value::Object(out)))
 }
 
 /// `POST /key/update` `{"key": "<sk-… or hash>", …fields}`: changes the given fields; in force
@@ -178,6 +201,7 @@ async fn update(
     let row = change(&ctx, &who, &hash, &req).await?;
     let mut out = key_view::object(&ctx.gov, &row);
     out.insert("key".into(), Value::from(hash));
+    warn_unserved(&ctx, &req, &row, &mut out);
     Ok(Json(Value::Object(out)))
 }
 
@@ -383,12 +407,9 @@ async fn regen(
     }
     save(ctx, &row, plan, Some((&old_hash, by)), Counters::Set).await?;
     tracing::info!(old = %old_hash, new = %secret.masked(), "virtual key regenerated");
-    Ok(Json(Value::Object(key_view::generated(
-        gov,
-        &row,
-        &secret,
-        req.duration.as_deref(),
-    ))))
+    let mut out = key_view::generated(gov, &row, &secret, req.duration.as_deref());
+    warn_unserved(ctx, &req, &row, &mut out);
+    Ok(Json(Value::Object(out)))
 }
 
 /// `/key/{key}/reset_spend` body.

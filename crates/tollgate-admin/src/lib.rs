@@ -26,7 +26,8 @@
 //! Shared pieces: `access.rs` (roles → 403), `error.rs` (error JSON), `extract.rs` (bodies,
 //! queries, durations), `write.rs` (store-then-cache batches), `live.rs` (live spend and budget
 //! windows from the admission counters), `members.rs` (team membership rules),
-//! `key_fields.rs` / `key_view.rs` (key request fields and key JSON).
+//! `key_fields.rs` / `key_view.rs` (key request fields and key JSON), `served.rs` (warnings for
+//! per-model budgets no model serves).
 //!
 //! Errors are LiteLLM's `{"error": {"message", "type", "param": null, "code": "<status>"}}`
 //! ([`ApiError`]). No raw key is ever logged, stored or returned, except the new key in the
@@ -46,6 +47,7 @@ mod live;
 mod members;
 mod models;
 mod organizations;
+mod served;
 mod spend;
 mod tags;
 mod team_members;

@@ -8,18 +8,35 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
+use tollgate_governance::duration::BudgetDuration;
 use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::{
     EndUser, ModelBudget, Team, TeamMembership, User, VerificationToken,
 };
 
-/// Spend (USD) and next reset of a scope now. Spend of a window whose reset time has passed
-/// (no request has rolled it yet) is reported as 0, as the next request will see it.
+/// Spend (USD) and next reset of a scope now ([`window`] without a fallback period).
 pub(crate) fn spend(gov: &Governance, scope: &ScopeKey) -> (f64, Option<DateTime<Utc>>) {
+    window(gov, scope, None)
+}
+
+/// Spend (USD) in the window in force now and when that window ends. A window whose reset
+/// time has passed with no request since (nothing has rolled it yet) is shown as the next
+/// request will find it: spend 0, ending at the next standardised reset of its period (the
+/// counter's, else `period`: the window the entity is counted under), never the reset that
+/// already happened.
+pub(crate) fn window(
+    gov: &Governance,
+    scope: &ScopeKey,
+    period: Option<BudgetDuration>,
+) -> (f64, Option<DateTime<Utc>>) {
+    let now = gov.admission().now();
     match gov.admission().spend(scope) {
         None => (0.0, None),
         Some(s) => match s.budget_reset_at {
-            Some(at) if at <= gov.admission().now() => (0.0, Some(at)),
+            Some(at) if at <= now => {
+                let next = s.budget_duration.or(period).map(|d| d.next_reset(now));
+                (0.0, next.or(Some(at)))
+            }
             at => (s.spend, at),
         },
     }
@@ -39,6 +56,59 @@ pub(crate) fn arm(gov: &Governance, scope: &ScopeKey, plan: Option<&WindowPlan>)
     }
 }
 
+/// The scopes whose window follows tier `id`: keys without their own `budget_duration`,
+/// customers, team members, organizations and tags linked to it.
+pub(crate) fn linked_scopes(gov: &Governance, id: &str) -> Vec<ScopeKey> {
+    let e = gov.cache().read();
+    let is = |b: &Option<String>| b.as_deref() == Some(id);
+    let mut out: Vec<ScopeKey> = e
+        .keys
+        .values()
+        .filter(|k| is(&k.budget_id) && k.budget_duration.is_none())
+        .map(|k| ScopeKey::key(&k.token))
+        .collect();
+    out.extend(
+        e.end_users
+            .values()
+            .filter(|c| is(&c.budget_id))
+            .map(|c| ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str())),
+    );
+    out.extend(
+        e.memberships
+            .values()
+            .filter(|m| is(&m.budget_id))
+            .map(|m| ScopeKey::team_member(&m.team_id, &m.user_id)),
+    );
+    out.extend(
+        e.organizations
+            .values()
+            .filter(|o| is(&o.budget_id))
+            .map(|o| ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str())),
+    );
+    out.extend(
+        e.tags
+            .values()
+            .filter(|t| is(&t.budget_id))
+            .map(|t| ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str())),
+    );
+    out
+}
+
+/// Applies the window change of tier `id` to every scope that follows it ([`linked_scopes`]),
+/// once the store and the cache hold the change. A tier is shared: LiteLLM updates a linked
+/// tier in place whichever route changes it (`/budget/update`, `/customer/update`,
+/// `/tag/update`, ...), so one rule holds for all its customers, keys, members, organizations
+/// and tags (a first window starts at 0 for each of them, the same one again leaves each as it
+/// is). Nothing for `None`.
+pub(crate) fn arm_tier(gov: &Governance, id: Option<&str>, plan: Option<&WindowPlan>) {
+    let (Some(id), Some(p)) = (id, plan) else {
+        return;
+    };
+    for s in linked_scopes(gov, id) {
+        gov.admission().arm_window(&s, p);
+    }
+}
+
 /// The key's `model_spend` now: the stored object with, for each model of its
 /// `model_max_budget`, the live spend of that model's budget in its window, USD (0 before the
 /// model's first request).
@@ -49,10 +119,10 @@ pub(crate) fn model_spend(gov: &Governance, k: &VerificationToken) -> Value {
     };
     if let Some(models) = k.model_max_budget.as_object() {
         for model in models.keys() {
-            if ModelBudget::of(&k.model_max_budget, model).is_none() {
+            let Some(b) = ModelBudget::of(&k.model_max_budget, model) else {
                 continue;
-            }
-            let (spend, _) = self::spend(gov, &ScopeKey::model_per_key(&k.token, model));
+            };
+            let (spend, _) = window(gov, &ScopeKey::model_per_key(&k.token, model), b.duration);
             out.insert(model.clone(), Value::from(spend));
         }
     }
@@ -62,7 +132,8 @@ pub(crate) fn model_spend(gov: &Governance, k: &VerificationToken) -> Value {
 /// A key row carrying its live spend, window and per-model spend (to write back without
 /// rolling any of them back).
 pub(crate) fn key_row(gov: &Governance, k: &VerificationToken) -> VerificationToken {
-    let (spend, reset) = self::spend(gov, &ScopeKey::key(&k.token));
+    let period = crate::key_fields::key_window(&gov.cache().read(), k, None);
+    let (spend, reset) = window(gov, &ScopeKey::key(&k.token), period);
     VerificationToken {
         spend,
         budget_reset_at: reset.or(k.budget_reset_at),
@@ -73,7 +144,8 @@ pub(crate) fn key_row(gov: &Governance, k: &VerificationToken) -> VerificationTo
 
 /// A user row carrying its live spend and window (to write back without rolling spend back).
 pub(crate) fn user_row(gov: &Governance, u: &User) -> User {
-    let (spend, reset) = self::spend(gov, &ScopeKey::new(ScopeKind::User, u.user_id.as_str()));
+    let scope = ScopeKey::new(ScopeKind::User, u.user_id.as_str());
+    let (spend, reset) = window(gov, &scope, u.limits().budget_duration);
     User {
         spend,
         budget_reset_at: reset.or(u.budget_reset_at),
@@ -83,7 +155,8 @@ pub(crate) fn user_row(gov: &Governance, u: &User) -> User {
 
 /// A team row carrying its live spend and window.
 pub(crate) fn team_row(gov: &Governance, t: &Team) -> Team {
-    let (spend, reset) = self::spend(gov, &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()));
+    let scope = ScopeKey::new(ScopeKind::Team, t.team_id.as_str());
+    let (spend, reset) = window(gov, &scope, t.limits().budget_duration);
     Team {
         spend,
         budget_reset_at: reset.or(t.budget_reset_at),

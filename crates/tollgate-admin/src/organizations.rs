@@ -116,7 +116,7 @@ async fn save(
         e.organizations
             .insert(o.organization_id.clone(), Arc::new(o.clone()))
     });
-    live::arm(gov, &scope(&o.organization_id), window.as_ref());
+    live::arm_tier(gov, o.budget_id.as_deref(), window.as_ref());
     Ok(o)
 }
 

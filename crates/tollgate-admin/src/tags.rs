@@ -102,7 +102,8 @@ pub(crate) fn tier_json(gov: &Governance, budget_id: Option<&str>) -> Value {
 }
 
 /// Writes `tier` to the store, then the cache; returns its window change (the caller applies
-/// it to its scope with [`live::arm`] once the entity is written). Errors: 500.
+/// it to the scopes following the tier with [`live::arm_tier`] once the entity is written).
+/// Errors: 500.
 pub(crate) async fn save_tier(
     gov: &Governance,
     tier: Option<(BudgetTier, Option<WindowPlan>)>,
@@ -178,7 +179,7 @@ async fn save(ctx: &AdminContext, who: &str, req: &TagFields, mut t: Tag) -> Api
     gov.store().upsert_tag(&t).await?;
     gov.cache()
         .update(|e| e.tags.insert(t.tag_name.clone(), Arc::new(t.clone())));
-    live::arm(gov, &scope(&t.tag_name), window.as_ref());
+    live::arm_tier(gov, t.budget_id.as_deref(), window.as_ref());
     Ok(t)
 }
 

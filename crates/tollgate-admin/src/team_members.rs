@@ -46,13 +46,17 @@ struct AddBody {
     budget: MemberBudget,
 }
 
-/// Applies the member's budget window change (after the rows are stored and cached).
+/// Applies the member's budget window change (after the rows are stored and cached) to every
+/// scope following the member's tier (the member's own, unless the tier is shared).
 fn start_window(gov: &Governance, m: &TeamMembership, plan: &WindowPlan) {
-    live::arm(
-        gov,
-        &ScopeKey::team_member(&m.team_id, &m.user_id),
-        Some(plan),
-    );
+    match m.budget_id.as_deref() {
+        Some(id) => live::arm_tier(gov, Some(id), Some(plan)),
+        None => live::arm(
+            gov,
+            &ScopeKey::team_member(&m.team_id, &m.user_id),
+            Some(plan),
+        ),
+    }
 }
 
 /// `POST /team/member_add` `{"team_id", "member": {"user_id"|"user_email", "role"} | [...],

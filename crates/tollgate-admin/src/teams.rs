@@ -39,7 +39,8 @@ pub(crate) fn routes() -> Router<Arc<AdminContext>> {
 /// and `budget_reset_at`.
 pub(crate) fn object(gov: &Governance, t: &Team) -> Map<String, Value> {
     let mut m = extract::object(t);
-    let (spend, reset) = live::spend(gov, &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()));
+    let scope = ScopeKey::new(ScopeKind::Team, t.team_id.as_str());
+    let (spend, reset) = live::window(gov, &scope, t.limits().budget_duration);
     m.insert("spend".into(), Value::from(spend));
     if let Some(at) = reset {
         m.insert("budget_reset_at".into(), extract::time(at));

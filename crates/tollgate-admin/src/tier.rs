@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use tollgate_governance::admission::WindowPlan;
 use tollgate_governance::duration::BudgetDuration;
+use tollgate_governance::runtime::{EndUserDefault, Entities, end_user_limits};
 use tollgate_governance::store::BudgetTier;
 
 use crate::extract;
@@ -63,4 +64,31 @@ pub(crate) fn tier_with(
     t.updated_at = Some(now);
     t.updated_by = Some(by.to_owned());
     (t, plan)
+}
+
+/// A new tier (uuid id, created now by `by`) carrying the default end-user budget
+/// (`max_end_user_budget`, the `max_end_user_budget_id` tier's limits, the tighter cap of the
+/// two), for an end user that governs itself from now on: giving such an end user budget
+/// fields never lifts the cap it was held to. `None` when no default is configured.
+pub(crate) fn default_end_user_tier(
+    e: &Entities,
+    default: &EndUserDefault,
+    now: DateTime<Utc>,
+    by: &str,
+) -> Option<BudgetTier> {
+    if default.is_empty() {
+        return None;
+    }
+    let tier = e.budget(default.budget_id.as_deref());
+    let cap = end_user_limits(e, None, default).max_budget;
+    let mut t = tier.map(|t| BudgetTier::clone(t)).unwrap_or_default();
+    t.budget_id = extract::new_id();
+    t.max_budget = cap;
+    t.budget_reset_at = None;
+    if !t.model_max_budget.is_object() {
+        t.model_max_budget = Value::Object(Map::new());
+    }
+    t.created_at = Some(now);
+    t.created_by = Some(by.to_owned());
+    Some(t)
 }

@@ -49,7 +49,8 @@ const ROLES: [&str; 7] = [
 /// `budget_reset_at`.
 pub(crate) fn object(gov: &Governance, u: &User) -> Map<String, Value> {
     let mut m = extract::object(u);
-    let (spend, reset) = live::spend(gov, &ScopeKey::new(ScopeKind::User, u.user_id.as_str()));
+    let scope = ScopeKey::new(ScopeKind::User, u.user_id.as_str());
+    let (spend, reset) = live::window(gov, &scope, u.limits().budget_duration);
     m.insert("spend".into(), Value::from(spend));
     if let Some(at) = reset {
         m.insert("budget_reset_at".into(), extract::time(at));

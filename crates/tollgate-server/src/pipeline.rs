@@ -450,6 +450,8 @@ impl Governed<'_> {
                     end_user: self.end_user.as_deref(),
                     tags: &self.tags,
                     model_group: &a.group.name,
+                    requested: (a.fallback_index == 0).then_some(req.model.as_str()),
+                    routed: (a.fallback_index == 0).then_some(a.routed),
                 },
             )
             .map_err(|e| GatewayError::from(ErrorEnvelope::bad_request(e.to_string())))?;

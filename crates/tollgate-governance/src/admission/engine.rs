@@ -225,6 +225,19 @@ impl Admission {
         self.store.set_spend(scope, spend_usd, budget_reset_at);
     }
 
+    /// Seeds a scope from the database at start: its window's spend, end (`None` = computed on
+    /// the next request) and period (so a read before that request knows when the window in
+    /// force ends).
+    pub fn seed(
+        &self,
+        scope: &ScopeKey,
+        spend_usd: f64,
+        budget_reset_at: Option<DateTime<Utc>>,
+        duration: Option<BudgetDuration>,
+    ) {
+        self.store.seed(scope, spend_usd, budget_reset_at, duration);
+    }
+
     /// Current counters of a scope.
     pub fn spend(&self, scope: &ScopeKey) -> Option<ScopeSpend> {
         self.store.spend(scope)

@@ -367,6 +367,25 @@ impl CounterStore for InMemoryCounterStore {
         self.mark_dirty(scope, &mut st);
     }
 
+    fn seed(
+        &self,
+        scope: &ScopeKey,
+        spend_usd: f64,
+        budget_reset_at: Option<DateTime<Utc>>,
+        duration: Option<BudgetDuration>,
+    ) {
+        let st = self.state(scope);
+        let mut st = lock(&st);
+        st.spend = usd_to_units(spend_usd);
+        if budget_reset_at.is_some() {
+            st.budget_reset_at = budget_reset_at;
+        }
+        if duration.is_some() {
+            st.budget_duration = duration;
+        }
+        self.mark_dirty(scope, &mut st);
+    }
+
     fn reset_spend(&self, scope: &ScopeKey, duration: Option<BudgetDuration>, now: DateTime<Utc>) {
         let st = self.state(scope);
         let mut st = lock(&st);
@@ -403,6 +422,7 @@ impl CounterStore for InMemoryCounterStore {
             spend: units_to_usd(st.spend),
             reserved: units_to_usd(st.reserved),
             budget_reset_at: st.budget_reset_at,
+            budget_duration: st.budget_duration,
             in_flight: st.in_flight,
             window_tokens: st.window_tokens.saturating_add(st.reserved_tokens),
         })

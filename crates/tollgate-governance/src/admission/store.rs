@@ -158,6 +158,9 @@ pub struct ScopeSpend {
     pub reserved: f64,
     /// Next budget reset, when the scope has a budget window.
     pub budget_reset_at: Option<DateTime<Utc>>,
+    /// The window's period as the counter knows it (from the last admission, window change or
+    /// start-up seed); `None` before any of them, or without a window.
+    pub budget_duration: Option<BudgetDuration>,
     /// Requests in flight.
     pub in_flight: u64,
     /// Tokens counted in the current rate window: settled plus reserved by requests in flight
@@ -207,6 +210,17 @@ pub trait CounterStore: Send + Sync + 'static {
     /// with `spend`). `budget_reset_at: None` keeps a window scope's schedule to be computed on
     /// the next request.
     fn set_spend(&self, scope: &ScopeKey, spend_usd: f64, budget_reset_at: Option<DateTime<Utc>>);
+
+    /// [`Self::set_spend`] for the start-up seed, also recording the window's period
+    /// (`duration`, kept when `None`) so reads before the scope's next request can tell when
+    /// the window in force ends.
+    fn seed(
+        &self,
+        scope: &ScopeKey,
+        spend_usd: f64,
+        budget_reset_at: Option<DateTime<Utc>>,
+        duration: Option<BudgetDuration>,
+    );
 
     /// Resets a scope's spend to 0 now (manual reset, B07); the next reset is computed from
     /// `duration` when given. In force for the very next request.

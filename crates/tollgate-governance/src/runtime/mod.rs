@@ -131,14 +131,15 @@ impl Governance {
         options: GovernanceOptions,
     ) -> Result<Self, StoreError> {
         store.migrate().await?;
-        let snapshot = store.load().await?;
+        let mut snapshot = store.load().await?;
+        let windows = std::mem::take(&mut snapshot.model_budget_windows);
         let admission = Admission::new(
             Arc::new(InMemoryCounterStore::default()),
             options.admission.clone(),
         );
         let entities = Entities::from_snapshot(snapshot);
-        seed::seed_spend(&admission, &entities);
-        seed::seed_model_spend(store.as_ref(), &admission, &entities).await?;
+        seed::seed_spend(&admission, &entities, &options.end_user_default);
+        seed::seed_model_spend(store.as_ref(), &admission, &entities, &windows).await?;
         // The whole proxy's spend lives only in the spend logs: its window's sum.
         let now = admission.now();
         let window = options.global.budget_duration;
@@ -221,7 +222,11 @@ impl Governance {
         Principal::resolve(&self.cache.read(), hash, self.admission.now())
     }
 
-    /// The scopes of a request (see [`scopes`]).
+    /// The scopes of a request (see [`scopes`]). An end user seen for the first time gets its
+    /// cache row here (no limits of its own, spend 0; its `"LiteLLM_EndUserTable"` row is
+    /// written behind with its spend), so `/customer/info`, `/customer/update` and
+    /// `/customer/list` know it from its first request on, as LiteLLM's do once the row exists.
+    /// Only a first request takes the cache's write lock.
     ///
     /// Errors: [`BlockedEndUser`].
     pub fn scopes(
@@ -229,13 +234,26 @@ impl Governance {
         principal: Option<&Principal>,
         facts: RequestFacts<'_>,
     ) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
-        scopes::build(
+        let mut unseen = false;
+        let out = scopes::build_noting(
             &self.cache.read(),
             principal,
             facts,
             &self.options.global,
             &self.options.end_user_default,
-        )
+            &mut unseen,
+        )?;
+        if let (true, Some(id)) = (unseen, facts.end_user) {
+            self.cache.update(|e| {
+                e.end_users.entry(id.to_owned()).or_insert_with(|| {
+                    Arc::new(crate::store::EndUser {
+                        user_id: id.to_owned(),
+                        ..crate::store::EndUser::default()
+                    })
+                });
+            });
+        }
+        Ok(out)
     }
 
     /// The price of `model` at `provider` with a deployment's overrides; `None` = unpriced.

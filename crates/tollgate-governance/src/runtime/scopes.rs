@@ -14,7 +14,7 @@
 //! behind, with its spend).
 
 use crate::admission::{Limits, ScopeKey, ScopeKind, ScopeRequest};
-use crate::store::EndUser;
+use crate::store::{EndUser, ModelNames};
 
 use super::cache::Entities;
 use super::principal::Principal;
@@ -74,6 +74,22 @@ pub struct RequestFacts<'a> {
     pub tags: &'a [String],
     /// The model group that will be called.
     pub model_group: &'a str,
+    /// The model name as the client sent it, on the first attempt (`None` on a fallback):
+    /// per-model budgets keyed by it govern first ([`crate::store::ModelNames`]).
+    pub requested: Option<&'a str>,
+    /// The model group a key or team alias maps the requested name to, on the first attempt.
+    pub routed: Option<&'a str>,
+}
+
+impl<'a> RequestFacts<'a> {
+    /// The names per-model budgets of this attempt may be keyed by.
+    pub fn model_names(&self) -> ModelNames<'a> {
+        ModelNames {
+            requested: self.requested,
+            routed: self.routed,
+            group: self.model_group,
+        }
+    }
 }
 
 /// A refused end user (`/customer/block`): LiteLLM answers 400 "Blocked user".
@@ -99,6 +115,19 @@ pub fn build(
     global: &Limits,
     end_user: &EndUserDefault,
 ) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
+    build_noting(e, principal, facts, global, end_user, &mut false)
+}
+
+/// [`build`], also setting `unseen` when the request's end user has no row in `e` yet (its
+/// first request: the caller records it, so the management API sees it at once).
+pub(super) fn build_noting(
+    e: &Entities,
+    principal: Option<&Principal>,
+    facts: RequestFacts<'_>,
+    global: &Limits,
+    end_user: &EndUserDefault,
+    unseen: &mut bool,
+) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
     let mut out = Vec::with_capacity(6);
     if let Some(p) = principal {
         let k = &p.key;
@@ -109,11 +138,11 @@ pub fn build(
             )
             .with_display(p.display()),
         );
-        if let Some(l) = k.model_limits_for(facts.model_group) {
+        for m in k.model_scopes(&facts.model_names()).into_iter().flatten() {
             // LiteLLM names the key by its alias here ("key_alias: None" without one)
             let alias = k.key_alias.as_deref().filter(|a| !a.is_empty());
             out.push(
-                ScopeRequest::new(ScopeKey::model_per_key(&k.token, facts.model_group), l)
+                ScopeRequest::new(ScopeKey::model_per_key(&k.token, m.name), m.limits)
                     .with_display(alias.unwrap_or("None")),
             );
         }
@@ -157,6 +186,7 @@ pub fn build(
     }
     if let Some(id) = facts.end_user.filter(|s| !s.is_empty()) {
         let row = e.end_users.get(id);
+        *unseen = row.is_none();
         if row.is_some_and(|r| r.blocked) {
             return Err(BlockedEndUser(id.to_owned()));
         }
@@ -243,6 +273,7 @@ mod tests {
             end_user: Some("cust"),
             tags: &tags,
             model_group: "gpt",
+            ..RequestFacts::default()
         };
         let s = build(
             &e,
@@ -361,6 +392,7 @@ mod tests {
             end_user: Some("first-timer"),
             tags: &[],
             model_group: "m",
+            ..RequestFacts::default()
         };
         let s = build(&e, None, facts, &Limits::default(), &both).unwrap();
         assert_eq!(s[0].key, ScopeKey::new(ScopeKind::EndUser, "first-timer"));

@@ -222,3 +222,112 @@ async fn per_model_budgets_are_seeded_at_start() {
         Some(crate::duration::BudgetDuration::Days(1).next_reset(now))
     );
 }
+
+/// A windowed per-model budget whose window end is stored goes on from `model_spend` while
+/// that end is ahead (the spend logs of the day, which include what was spent before a window
+/// was armed at noon, are not read), and starts again at 0 once it has passed.
+#[tokio::test]
+async fn stored_window_ends_seed_per_model_budgets_without_the_logs() {
+    use crate::admission::SpendSnapshot;
+    use crate::duration::BudgetDuration;
+    let hash = "d".repeat(64);
+    let store = SqliteStore::open(":memory:").await.unwrap();
+    store.migrate().await.unwrap();
+    store
+        .upsert_key(&VerificationToken {
+            token: hash.clone(),
+            model_max_budget: serde_json::json!({
+                "armed": {"budget_limit": 0.007, "time_period": "1d"},
+                "ended": {"budget_limit": 1.0, "time_period": "1h"},
+            }),
+            ..VerificationToken::default()
+        })
+        .await
+        .unwrap();
+    let now = Utc::now();
+    let end = BudgetDuration::Days(1).next_reset(now);
+    let snap = |model: &str, spend: f64, at| SpendSnapshot {
+        scope: ScopeKey::model_per_key(&hash, model),
+        spend,
+        added: spend,
+        budget_reset_at: Some(at),
+        was_reset: false,
+    };
+    store
+        .write_spend(&[
+            snap("armed", 0.002, end),
+            snap("ended", 0.5, now - chrono::Duration::minutes(1)),
+        ])
+        .await
+        .unwrap();
+    // today's logs hold 0.008 for "armed": 0.006 before its window was armed, 0.002 in it
+    let log = |id: &str, spend: f64| SpendLogRow {
+        request_id: id.into(),
+        api_key: hash.clone(),
+        model_group: Some("armed".into()),
+        spend,
+        ..log_row(id, &hash)
+    };
+    store
+        .insert_spend_logs(&[log("a", 0.006), log("b", 0.002)])
+        .await
+        .unwrap();
+    let g = Governance::open(
+        Arc::new(store),
+        PriceTable::new(),
+        GovernanceOptions::default(),
+    )
+    .await
+    .unwrap();
+    let armed = g
+        .admission()
+        .spend(&ScopeKey::model_per_key(&hash, "armed"))
+        .unwrap();
+    assert_eq!((armed.spend, armed.budget_reset_at), (0.002, Some(end)));
+    assert_eq!(armed.budget_duration, Some(BudgetDuration::Days(1)));
+    let ended = g
+        .admission()
+        .spend(&ScopeKey::model_per_key(&hash, "ended"))
+        .unwrap();
+    assert_eq!(ended.spend, 0.0);
+    assert!(ended.budget_reset_at.is_some_and(|at| at > now));
+}
+
+/// An end user is in the cache from its first request (no limits of its own, spend 0), so the
+/// management API finds it at once; a known one is left as it is.
+#[tokio::test]
+async fn a_first_request_puts_its_end_user_in_the_cache() {
+    let g = hub(Vec::new()).await;
+    assert!(!g.cache().read().end_users.contains_key("eu-1"));
+    let facts = RequestFacts {
+        end_user: Some("eu-1"),
+        model_group: "mock-gpt",
+        ..RequestFacts::default()
+    };
+    g.scopes(None, facts).unwrap();
+    let row = g.cache().read().end_users.get("eu-1").cloned().unwrap();
+    assert_eq!(
+        *row,
+        crate::store::EndUser {
+            user_id: "eu-1".into(),
+            ..crate::store::EndUser::default()
+        }
+    );
+    g.cache().update(|e| {
+        e.end_users.insert(
+            "eu-1".into(),
+            Arc::new(crate::store::EndUser {
+                user_id: "eu-1".into(),
+                blocked: true,
+                ..crate::store::EndUser::default()
+            }),
+        )
+    });
+    assert!(g.scopes(None, facts).is_err(), "blocked, not replaced");
+    let empty = RequestFacts {
+        end_user: Some(""),
+        ..facts
+    };
+    g.scopes(None, empty).unwrap();
+    assert!(!g.cache().read().end_users.contains_key(""));
+}

@@ -103,6 +103,16 @@ impl VerificationToken {
     pub fn model_limits_for(&self, model_group: &str) -> Option<Limits> {
         super::model_budget::model_limits_for(&self.model_max_budget, &self.metadata, model_group)
     }
+
+    /// The per-model scopes of a request named `names` on this key: the governing
+    /// `model_max_budget` entry (most specific name first) and per-model rate limits
+    /// ([`super::model_budget::model_scopes`]).
+    pub fn model_scopes<'a>(
+        &self,
+        names: &super::model_budget::ModelNames<'a>,
+    ) -> [Option<super::model_budget::ModelScope<'a>>; 2] {
+        super::model_budget::model_scopes(&self.model_max_budget, &self.metadata, names)
+    }
 }
 
 /// One entry of `members_with_roles`.

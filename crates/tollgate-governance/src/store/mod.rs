@@ -14,6 +14,7 @@ mod db_error;
 mod entities;
 mod keys;
 pub mod model_budget;
+mod model_window;
 pub mod models;
 mod postgres;
 pub mod probe;
@@ -29,7 +30,10 @@ pub use codec::{GetCol, ToRow, Val};
 pub use db_error::{SQLSTATE_NO_SUCH_DATABASE, db_error_message};
 pub use entities::*;
 pub use keys::{SecretKey, hash_key, is_key_hash, mask_key};
-pub use model_budget::{ModelBudget, ModelBudgetError, validate_model_max_budget};
+pub use model_budget::{
+    ModelBudget, ModelBudgetError, ModelNames, ModelScope, model_scopes, validate_model_max_budget,
+};
+pub use model_window::{MODEL_BUDGET_WINDOW, ModelBudgetWindow};
 pub use models::ProxyModel;
 pub use postgres::PostgresStore;
 pub use secret_box::{SecretBox, SecretBoxError};
@@ -68,6 +72,9 @@ pub struct Snapshot {
     pub organizations: Vec<Organization>,
     /// Tags.
     pub tags: Vec<Tag>,
+    /// Where the per-model budget windows of keys end (Tollgate's own table, see
+    /// [`ModelBudgetWindow`]).
+    pub model_budget_windows: Vec<ModelBudgetWindow>,
 }
 
 /// Filter of [`GovernanceStore::spend_logs`] (`/spend/logs` query parameters).

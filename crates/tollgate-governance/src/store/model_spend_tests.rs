@@ -47,6 +47,30 @@ pub(super) async fn model_spend_case(s: &dyn GovernanceStore) {
     );
     assert_eq!(row(&a).spend, 0.5);
     assert_eq!(row(&b).model_spend, json!({"m\"q": 0.3}));
+
+    // a windowed entry's snapshot also records where its window ends; the newest end wins
+    let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().to_utc();
+    let windowed = |spend, at| SpendSnapshot {
+        budget_reset_at: Some(t(at)),
+        ..snap(&a, "w/x", spend)
+    };
+    s.write_spend(&[windowed(0.0, "2026-03-15T00:00:00Z")])
+        .await
+        .unwrap();
+    s.write_spend(&[windowed(0.002, "2026-03-16T00:00:00Z")])
+        .await
+        .unwrap();
+    let snap = s.load().await.unwrap();
+    assert_eq!(
+        snap.model_budget_windows,
+        vec![ModelBudgetWindow {
+            token: a.clone(),
+            model: "w/x".into(),
+            budget_reset_at: Some(t("2026-03-16T00:00:00Z")),
+        }]
+    );
+    let k = snap.keys.iter().find(|k| k.token == a).unwrap();
+    assert_eq!(k.model_spend["w/x"], json!(0.002));
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ use sqlx::{AssertSqlSafe, PgPool, Row};
 use super::codec::{GetCol, ToRow, Val};
 use super::daily;
 use super::entities::*;
+use super::model_window;
 use super::models::{self, ProxyModel};
 use super::schema::{self, Dialect, TABLES, Table};
 use super::secret_box::SecretBox;
@@ -59,6 +60,25 @@ fn bind(q: Query<'_>, v: Val) -> Query<'_> {
         Val::Arr(a) => q.bind(a),
         Val::Time(t) => q.bind(t.map(naive)),
     }
+}
+
+/// `INSERT … ON CONFLICT (<primary key>) DO UPDATE` of every column of `t`.
+fn upsert_sql(t: &Table) -> String {
+    let marks = vec!["?"; t.columns.len()].join(", ");
+    let pk: Vec<String> = t.primary_key.iter().map(|c| format!("\"{c}\"")).collect();
+    let updates: Vec<String> = t
+        .columns
+        .iter()
+        .filter(|(n, _, _)| !t.primary_key.contains(n))
+        .map(|(n, _, _)| format!("\"{n}\" = excluded.\"{n}\""))
+        .collect();
+    pg(&format!(
+        "INSERT INTO \"{}\" ({}) VALUES ({marks}) ON CONFLICT ({}) DO UPDATE SET {}",
+        t.name,
+        t.column_list(),
+        pk.join(", "),
+        updates.join(", ")
+    ))
 }
 
 struct RowGet<'a>(&'a PgRow);
@@ -133,23 +153,7 @@ impl PostgresStore {
     }
 
     async fn upsert<T: ToRow>(&self, item: &T) -> Result<(), StoreError> {
-        let t = T::TABLE;
-        let marks = vec!["?"; t.columns.len()].join(", ");
-        let pk: Vec<String> = t.primary_key.iter().map(|c| format!("\"{c}\"")).collect();
-        let updates: Vec<String> = t
-            .columns
-            .iter()
-            .filter(|(n, _, _)| !t.primary_key.contains(n))
-            .map(|(n, _, _)| format!("\"{n}\" = excluded.\"{n}\""))
-            .collect();
-        let sql = pg(&format!(
-            "INSERT INTO \"{}\" ({}) VALUES ({marks}) ON CONFLICT ({}) DO UPDATE SET {}",
-            t.name,
-            t.column_list(),
-            pk.join(", "),
-            updates.join(", ")
-        ));
-        let mut q = sqlx::query(AssertSqlSafe(sql));
+        let mut q = sqlx::query(AssertSqlSafe(upsert_sql(T::TABLE)));
         for v in item.to_row() {
             q = bind(q, v);
         }
@@ -217,6 +221,7 @@ impl GovernanceStore for PostgresStore {
             memberships: self.load_table().await?,
             organizations: self.load_table().await?,
             tags: self.load_table().await?,
+            model_budget_windows: self.load_table().await?,
         })
     }
 
@@ -337,6 +342,15 @@ impl GovernanceStore for PostgresStore {
                     .bind(token)
                     .execute(&mut *tx)
                     .await?;
+                if let Some(w) = model_window::window_row(&u.scope, u.budget_reset_at) {
+                    let mut q = sqlx::query(AssertSqlSafe(upsert_sql(
+                        &model_window::MODEL_BUDGET_WINDOW,
+                    )));
+                    for v in w.to_row() {
+                        q = bind(q, v);
+                    }
+                    q.execute(&mut *tx).await?;
+                }
                 continue;
             }
             let Some(target) = spend_target(&u.scope) else {

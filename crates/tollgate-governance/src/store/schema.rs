@@ -281,7 +281,8 @@ pub const SPEND_LOGS: Table = Table {
     ],
 };
 
-/// Every table Tollgate covers, in creation order.
+/// Every table Tollgate covers, in creation order (LiteLLM's, then Tollgate's own
+/// `tollgate_model_budget_window`).
 pub const TABLES: &[&Table] = &[
     &BUDGET,
     &ORGANIZATION,
@@ -299,6 +300,7 @@ pub const TABLES: &[&Table] = &[
     &super::daily::DAILY_ORGANIZATION_SPEND,
     &super::daily::DAILY_END_USER_SPEND,
     &super::daily::DAILY_TAG_SPEND,
+    &super::model_window::MODEL_BUDGET_WINDOW,
 ];
 
 /// Which SQL dialect.

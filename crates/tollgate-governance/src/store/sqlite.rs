@@ -9,6 +9,7 @@ use sqlx::{AssertSqlSafe, Row, SqlitePool};
 use super::codec::{GetCol, ToRow, Val};
 use super::daily;
 use super::entities::*;
+use super::model_window;
 use super::models::{self, ProxyModel};
 use super::schema::{self, Dialect, TABLES, Table};
 use super::secret_box::SecretBox;
@@ -242,6 +243,7 @@ impl GovernanceStore for SqliteStore {
             memberships: self.load_table().await?,
             organizations: self.load_table().await?,
             tags: self.load_table().await?,
+            model_budget_windows: self.load_table().await?,
         })
     }
 
@@ -363,6 +365,15 @@ impl GovernanceStore for SqliteStore {
                     .bind(token)
                     .execute(&mut *tx)
                     .await?;
+                if let Some(w) = model_window::window_row(&u.scope, u.budget_reset_at) {
+                    let mut q = sqlx::query(AssertSqlSafe(upsert_sql(
+                        &model_window::MODEL_BUDGET_WINDOW,
+                    )));
+                    for v in w.to_row() {
+                        q = bind(q, v);
+                    }
+                    q.execute(&mut *tx).await?;
+                }
                 continue;
             }
             let Some(target) = spend_target(&u.scope) else {

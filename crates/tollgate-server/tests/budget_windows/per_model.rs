@@ -137,7 +137,7 @@ async fn per_model_budgets_refuse_one_model_and_not_the_others_postgres() {
         "{model_spend}"
     );
     // after a restart both budgets are still spent (the plain one from `model_spend`, the
-    // windowed one from the day's spend logs); the other model still works
+    // windowed one from its stored window and `model_spend`); the other model still works
     let gw = GovGateway::start(&cfg);
     assert_model_refused(&chat(&gw, &key, &hello("flat")).await, &hash, "flat");
     assert_model_refused(&chat(&gw, &key, &hello("flat-b")).await, &hash, "flat-b");
