@@ -1329,14 +1329,9 @@ fn stream_translator(
     })
 }
 
+/// The refusal in the client's dialect, naming the field (`param`) where the error does.
 fn translate_error(e: TranslateError) -> GatewayError {
-    let status = e.status();
-    let kind = if status >= 500 {
-        "server_error"
-    } else {
-        "invalid_request_error"
-    };
-    ErrorEnvelope::new(status, kind, e.to_string()).into()
+    e.to_envelope().into()
 }
 
 /// Adds deployment request defaults that the translated body lacks.
