@@ -224,8 +224,8 @@ fn model_object(id: &str) -> serde_json::Value {
     json!({"id": id, "object": "model", "created": MODEL_CREATED, "owned_by": "openai"})
 }
 
-/// `GET /v1/models`: OpenAI's list shape, with the model groups and aliases the caller may use
-/// (wildcard groups are never listed as ids; B41).
+/// `GET /v1/models`: OpenAI's list shape, with the model groups, aliases and wildcard groups
+/// the caller may use ([`visible_models`]).
 async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
     let identity = match s.auth.authenticate(&h, s.gov()) {
         Ok(i) => i,
@@ -238,12 +238,20 @@ async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
-/// The model names the caller may call (B41): every configured group and router alias, plus
-/// the key's and its team's aliases, keeping only those whose target the key may use — the
-/// same check the inference routes make. Never a sentinel (`all-team-models`) or a pattern.
+/// The model names the caller may call (B41): every configured group and router alias, the
+/// wildcard groups by their pattern (`bedrock/*`, as LiteLLM lists them; never the catch-all
+/// `*`, which names no model), plus the key's and its team's aliases and the key's own names
+/// and patterns that a wildcard group serves (`openai/gpt-4o-mini`, `bedrock/anthropic.*`),
+/// keeping only those whose target the key may use — the same check the inference routes make.
+/// Never a sentinel (`all-team-models`) or an access-group name.
 pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
     let router = s.router.load();
     let mut names: Vec<String> = router.public_names().map(str::to_owned).collect();
+    for g in router.wildcard_groups() {
+        if g.name != "*" && !names.contains(&g.name) {
+            names.push(g.name.clone());
+        }
+    }
     let (Some(p), Some(gov)) = (identity.principal(), s.gov()) else {
         return names;
     };
@@ -262,11 +270,13 @@ pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
         }
     }
     let groups = gov.access_groups();
-    // Concrete names the key lists that only a wildcard group serves (`openai/gpt-4o-mini`
-    // under `openai/*`); patterns, sentinels and access-group names are never listed.
+    // Names and patterns the key lists that only a wildcard group serves (`openai/gpt-4o-mini`
+    // or `openai/gpt-*` under `openai/*`); sentinels and access-group names are never listed.
     for n in &p.key.models {
-        if !n.contains('*')
-            && groups.get(n).is_none()
+        if !matches!(
+            n.as_str(),
+            "*" | "all-proxy-models" | "all-team-models" | "no-default-models"
+        ) && groups.get(n).is_none()
             && !names.contains(n)
             && router.resolve(n).is_ok_and(|(g, _)| g.wildcard)
         {

@@ -18,6 +18,8 @@ mod gov;
 mod clientside;
 #[path = "misc_fixes/images.rs"]
 mod images;
+#[path = "misc_fixes/models.rs"]
+mod models;
 
 use gov::{MASTER, UPSTREAM_KEY};
 
