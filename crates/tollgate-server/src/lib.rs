@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod relay;
 pub mod request;
+pub mod response_owner;
 pub mod response_store;
 pub mod routes;
 pub mod serve;

@@ -18,6 +18,7 @@ use crate::auth::Identity;
 use crate::errors::GatewayError;
 use crate::pipeline;
 use crate::request::Endpoint;
+use crate::response_owner::response_not_found;
 use crate::state::AppState;
 
 /// `created` timestamp LiteLLM reports for every model in `/v1/models`.
@@ -145,36 +146,26 @@ pub async fn inference(
     }
 }
 
-/// `GET /v1/responses/{id}`: a Response the gateway produced by translation (kept for the
-/// store's TTL).
+/// `GET /v1/responses/{id}`: a Response the gateway produced by translation, or one a
+/// passthrough upstream stores (fetched from the deployment that produced it), kept for the
+/// store's TTL. Only for callers [`crate::response_owner`] admits: anyone else gets the 404 of
+/// an unknown id, and nothing is fetched.
 async fn get_response(
     State(s): State<Arc<AppState>>,
     h: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = s.auth.authenticate(&h, s.gov()) {
-        return GatewayError::from(e.envelope()).into_response();
-    }
-    match s.responses.get(&id) {
+    let identity = match s.auth.authenticate(&h, s.gov()) {
+        Ok(i) => i,
+        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+    };
+    match s.responses.get_for(&id, &identity) {
         Some(e) if !e.response.is_null() => axum::Json(e.response).into_response(),
         Some(e) => match deployment_of(&s, &e.model_group, &e.deployment_id) {
             Some(dep) => fetch_upstream_response(&s, &dep, &id).await,
-            None => GatewayError::from(ErrorEnvelope::new(
-                404,
-                "invalid_request_error",
-                format!("Response with id '{id}' not found."),
-            ))
-            .into_response(),
+            None => response_not_found(&id).into_response(),
         },
-        None => GatewayError::from(
-            ErrorEnvelope::new(
-                404,
-                "invalid_request_error",
-                format!("Response with id '{id}' not found."),
-            )
-            .with_param("response_id"),
-        )
-        .into_response(),
+        None => response_not_found(&id).into_response(),
     }
 }
 

@@ -20,6 +20,8 @@ mod clientside;
 mod images;
 #[path = "misc_fixes/models.rs"]
 mod models;
+#[path = "misc_fixes/responses.rs"]
+mod responses;
 
 use gov::{MASTER, UPSTREAM_KEY};
 
