@@ -13,6 +13,7 @@
 pub mod anthropic_metadata;
 pub mod auth;
 pub mod check_config;
+pub mod check_governance;
 pub mod clientside;
 pub mod errors;
 pub mod gate;

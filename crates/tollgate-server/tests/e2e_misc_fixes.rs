@@ -14,6 +14,8 @@
 #[path = "common/governance.rs"]
 mod gov;
 
+#[path = "misc_fixes/check_config.rs"]
+mod check_config;
 #[path = "misc_fixes/clientside.rs"]
 mod clientside;
 #[path = "misc_fixes/images.rs"]
