@@ -87,3 +87,17 @@ general_settings:
 "#
     )
 }
+
+/// A skip names the test as `cargo test` does, after its target (what `scripts/test.sh`
+/// lists), whatever label the caller passes.
+#[test]
+fn a_skip_names_the_running_test() {
+    assert_eq!(
+        gov::skip::test_name("a label"),
+        "e2e_misc_fixes::a_skip_names_the_running_test"
+    );
+    let off_thread = std::thread::spawn(|| gov::skip::test_name("a label"))
+        .join()
+        .unwrap();
+    assert_eq!(off_thread, "e2e_misc_fixes: a label");
+}
