@@ -415,9 +415,7 @@ mod tests {
 
     #[test]
     fn file_data_must_be_base64() {
-        let file = |data: &str| {
-            json!({"role":"user","content":[{"type":"file","file":{"file_data": format!("data:application/pdf;base64,{data}")}}]})
-        };
+        let file = |data: &str| json!({"role":"user","content":[{"type":"file","file":{"file_data": format!("data:application/pdf;base64,{data}")}}]});
         let out = convert(&[file("JVBERi0=")]).unwrap();
         assert_eq!(
             out.messages[0]["content"],
