@@ -4,10 +4,11 @@
 #      `tollgate-mock` binaries, so the binaries are built first);
 #   2. client tests with the official `openai` (and later `anthropic`) Python SDKs, in a venv
 #      under .venv (created on first run, from PyPI).
-# Tests that need PostgreSQL or Redis run when TOLLGATE_TEST_DATABASE_URL
-# (postgres://user@host:port/db) / TOLLGATE_TEST_REDIS_URL (redis://host:port) are set (.ci/run
-# sets both); otherwise each reports its skip into $TOLLGATE_TEST_SKIP_LOG, and the run ends
-# with a summary of what was skipped and the variable that enables it.
+# Tests that need PostgreSQL run when TOLLGATE_TEST_DATABASE_URL (postgres://user@host:port/db)
+# is set (.ci/run sets it); otherwise each reports its skip into $TOLLGATE_TEST_SKIP_LOG, and
+# the run ends with a summary naming every skipped test (`target::module::test`) under the
+# variable that enables it. TOLLGATE_TEST_REDIS_URL (redis://host:port, also set by .ci/run) is
+# reserved for the Redis tests of the multi-replica work: no test reads it yet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,10 +22,11 @@ export TOLLGATE_TEST_SKIP_LOG
 skip_summary() {
   local rc=$?
   if [ -s "$TOLLGATE_TEST_SKIP_LOG" ]; then
-    echo "== skipped tests:"
+    echo "== skipped tests ($(sort -u "$TOLLGATE_TEST_SKIP_LOG" | wc -l | tr -d ' ')):"
+    # One line per test, under the variable that would run it.
     sort -u "$TOLLGATE_TEST_SKIP_LOG" | awk -F '\t' '
-      { n[$1]++; ex[$1] = $2; names[$1] = (names[$1] == "" ? "" : names[$1] ", ") $3 }
-      END { for (v in n) printf "  %d need %s (unset; e.g. %s=%s): %s\n", n[v], v, v, ex[v], names[v] }'
+      $1 != var { var = $1; printf "  not run: %s is unset (e.g. %s=%s):\n", $1, $1, $2 }
+      { printf "    %s\n", $3 }'
   elif [ "$rc" -eq 0 ]; then
     echo "== skipped tests: none"
   fi

@@ -11,7 +11,9 @@ fn opt<T: std::fmt::Display>(v: &Option<T>, unit: &str) -> Option<String> {
 }
 
 impl Config {
-    /// A text for `tollgate check-config`: each model group with its deployments (id, provider,
+    /// A text for `tollgate check-config`: the number of model groups (each distinct
+    /// `model_name`, a wildcard group such as `bedrock/*` counted once, as the gateway's
+    /// `groups=` at start counts them) and deployments, each model group with its deployments (id, provider,
     /// upstream model, api_base, masked api_key, timeouts in s, rpm/tpm...), the general
     /// settings in effect, and the keys not implemented yet (the routing settings in effect are
     /// tollgate-router's `settings_in_effect`). Never contains a credential value. The master
@@ -34,13 +36,25 @@ fn describe(c: &Config, loaded: Option<&LoadedConfig>) -> String {
     {
         let mut s = String::new();
         let groups = c.model_groups();
-        let _ = writeln!(
+        let wildcards: Vec<&str> = groups.iter().copied().filter(|g| g.contains('*')).collect();
+        let _ = write!(
             s,
-            "Model groups: {} ({} deployment{})",
+            "Model groups: {} ({} deployment{}",
             groups.len(),
             c.model_list.len(),
             if c.model_list.len() == 1 { "" } else { "s" }
         );
+        if !wildcards.is_empty() {
+            let _ = write!(
+                s,
+                "; {} of the groups {} wildcard group{}, counted once each: {}",
+                wildcards.len(),
+                if wildcards.len() == 1 { "is a" } else { "are" },
+                if wildcards.len() == 1 { "" } else { "s" },
+                wildcards.join(", ")
+            );
+        }
+        s.push_str(")\n");
         for g in &groups {
             let deps: Vec<_> = c.deployments(g).collect();
             let _ = writeln!(
@@ -203,5 +217,12 @@ mod tests {
             "{two}"
         );
         assert!(two.contains("\n  a  (2 deployments)\n"), "{two}");
+        let wild = described(
+            "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n  - model_name: 'bedrock/*'\n    litellm_params:\n      model: 'openai/*'\n  - model_name: 'byok/*'\n    litellm_params:\n      model: 'openai/*'\n",
+        );
+        assert!(
+            wild.starts_with("Model groups: 3 (3 deployments; 2 of the groups are wildcard groups, counted once each: bedrock/*, byok/*)\n"),
+            "{wild}"
+        );
     }
 }

@@ -28,9 +28,9 @@
 //!   (`timeout: "30"`), YAML 1.1 booleans (`yes`/`on`), a single string for a list
 //!   (`callbacks: prometheus`), `<<` merge keys.
 //! - Providers: a bare model name means `openai`; a prefix in [`KNOWN_PROVIDERS`] is served; a
-//!   LiteLLM provider Tollgate does not serve yet (`azure`, `bedrock`...) loads, and every such
-//!   deployment is listed, located, in [`LoadedConfig::unserved`] (the gateway refuses the
-//!   config while it is not empty); anything else fails.
+//!   LiteLLM provider Tollgate does not serve yet (`azure`, `bedrock`...) and an unknown prefix
+//!   (a typo such as `opnai`) load, and every such deployment is listed, located, in
+//!   [`LoadedConfig::unserved`] (the gateway refuses the config while it is not empty).
 //! - `include: [other.yaml]` pulls in more files as LiteLLM does (lists such as `model_list`
 //!   are concatenated, other top-level values replaced); errors name the file they come from.
 //! - Errors ([`ConfigError`]) print `file:line:col: key.path[2].x: message`.

@@ -34,10 +34,11 @@ pub struct LoadedConfig {
     /// values. Keys Tollgate does not act on are not repeated here: see
     /// [`Config::unimplemented_keys`].
     pub warnings: Vec<String>,
-    /// One located error per deployment whose provider is a LiteLLM provider Tollgate does not
-    /// serve yet (`azure/`, `bedrock/`, `vertex_ai/`...), in file order, all at once. The
-    /// config is valid LiteLLM, so it loads; the gateway refuses to serve it while this is not
-    /// empty.
+    /// One located error per deployment the gateway cannot serve, in file order, all at once:
+    /// its provider is a LiteLLM provider Tollgate does not serve yet (`azure/`, `bedrock/`,
+    /// `vertex_ai/`...; the config is valid LiteLLM) or an unknown prefix (`opnai/`, with the
+    /// served name it is most likely a typo of). The config loads either way; the gateway
+    /// refuses to serve it while this is not empty.
     pub unserved: Vec<ConfigError>,
     /// The master key in effect: `general_settings.master_key`, else env `LITELLM_MASTER_KEY`
     /// (the process env, or `environment_variables:` of the file). `None` means no-auth mode.

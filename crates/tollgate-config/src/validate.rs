@@ -1,4 +1,5 @@
-//! Checks beyond types: known providers, required `api_base`, unique deployment ids, ranges.
+//! Checks beyond types: required `api_base`, unique deployment ids, ranges, near-miss keys
+//! (providers Tollgate cannot serve are listed by `unserved.rs`).
 
 use std::collections::HashMap;
 
@@ -7,9 +8,7 @@ use crate::error::{ConfigError, ErrorKind};
 use crate::load::Ctx;
 use crate::locate::Mode;
 use crate::path::KeyPath;
-use crate::providers::{
-    KNOWN_PROVIDERS, PROVIDERS_REQUIRING_API_BASE, ProviderSupport, provider_support,
-};
+use crate::providers::PROVIDERS_REQUIRING_API_BASE;
 
 fn lp(i: usize) -> KeyPath {
     KeyPath::root()
@@ -66,7 +65,8 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn near_miss<'a>(key: &str, guarded: &[&'a str]) -> Option<&'a str> {
+/// The first of `guarded` one or two edits away from `key` (and not `key` itself).
+pub(crate) fn near_miss<'a>(key: &str, guarded: &[&'a str]) -> Option<&'a str> {
     guarded
         .iter()
         .copied()
@@ -160,30 +160,10 @@ pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigErr
                 "must not be empty",
             ));
         }
+        // A provider that is unknown (most likely a typo) or one of LiteLLM's that Tollgate does
+        // not serve is not an error here: every such deployment is listed at once in
+        // `LoadedConfig::unserved` (unserved.rs), for the binary to refuse the config.
         let provider = p.provider();
-        match provider_support(provider) {
-            // LiteLLM providers Tollgate does not serve: listed all at once in
-            // `LoadedConfig::unserved` (unserved.rs), for the binary to refuse the config.
-            ProviderSupport::Served | ProviderSupport::Wildcard | ProviderSupport::LitellmOnly => {}
-            ProviderSupport::Unknown => {
-                let (path, what) = if p.custom_llm_provider.is_some() {
-                    (lp(i).key("custom_llm_provider"), "custom_llm_provider")
-                } else {
-                    (lp(i).key("model"), "provider prefix")
-                };
-                return Err(ctx.error(
-                    ErrorKind::Invalid,
-                    path,
-                    Mode::Value,
-                    format!(
-                        "unknown {what} '{provider}' in model '{}' (model group '{}'); served providers: {}",
-                        p.model,
-                        e.model_name,
-                        KNOWN_PROVIDERS.join(", ")
-                    ),
-                ));
-            }
-        }
         if PROVIDERS_REQUIRING_API_BASE.contains(&provider)
             && p.api_base.as_deref().is_none_or(|b| b.trim().is_empty())
         {

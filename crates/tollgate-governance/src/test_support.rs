@@ -13,12 +13,13 @@ pub(crate) fn shared_dir() -> Option<PathBuf> {
 }
 
 /// The Postgres server tests run against: `TOLLGATE_TEST_DATABASE_URL`
-/// (`postgres://user@host:port/db`). `None` after reporting the skip of `test` (see [`skipped`]).
-pub(crate) fn postgres_url(test: &str) -> Option<String> {
+/// (`postgres://user@host:port/db`). `None` after reporting the skip of the running test (see
+/// [`skipped`]; `what` names it where [`test_name`] cannot).
+pub(crate) fn postgres_url(what: &str) -> Option<String> {
     let url = std::env::var("TOLLGATE_TEST_DATABASE_URL").ok();
     if url.is_none() {
         skipped(
-            test,
+            what,
             "TOLLGATE_TEST_DATABASE_URL",
             "postgres://user@host:port/db",
         );
@@ -26,13 +27,27 @@ pub(crate) fn postgres_url(test: &str) -> Option<String> {
     url
 }
 
-/// Reports that `test` did not run because env `var` (a value like `example`) is not set: a
-/// `SKIPPED` line written straight to stderr (libtest captures a passing test's `print!`, not
-/// direct writes, so a plain `cargo test` shows it), and a `var<TAB>example<TAB>test` line
-/// appended to the file named by `TOLLGATE_TEST_SKIP_LOG`, which `scripts/test.sh` sets, sums
-/// up at the end and clears. Same protocol as `tollgate-server/tests/common/skip.rs`.
-pub(crate) fn skipped(test: &str, var: &str, example: &str) {
+/// The running test as `tollgate_governance::<module path>::<test fn>`: libtest runs each test
+/// on a thread named after it. Off such a thread (the main thread, a runtime worker) it is
+/// `fallback`.
+pub(crate) fn test_name(fallback: &str) -> String {
+    match std::thread::current().name() {
+        Some(n) if n != "main" && !n.starts_with("tokio-") => {
+            format!("{}::{n}", env!("CARGO_CRATE_NAME"))
+        }
+        _ => format!("{}: {fallback}", env!("CARGO_CRATE_NAME")),
+    }
+}
+
+/// Reports that the running test ([`test_name`]) did not run because env `var` (a value like
+/// `example`) is not set: a `SKIPPED` line written straight to stderr (libtest captures a
+/// passing test's `print!`, not direct writes, so a plain `cargo test` shows it), and a
+/// `var<TAB>example<TAB>test` line appended to the file named by `TOLLGATE_TEST_SKIP_LOG`,
+/// which `scripts/test.sh` sets, sums up at the end (one line per test) and clears. Same
+/// protocol as `tollgate-server/tests/common/skip.rs`.
+pub(crate) fn skipped(what: &str, var: &str, example: &str) {
     use std::io::Write;
+    let test = test_name(what);
     let _ = writeln!(
         std::io::stderr().lock(),
         "SKIPPED {test}: set {var} (e.g. {var}={example}) to run it"
@@ -45,5 +60,21 @@ pub(crate) fn skipped(test: &str, var: &str, example: &str) {
     {
         // One write per line: appends of a few bytes do not interleave between test threads.
         let _ = f.write_all(format!("{var}\t{example}\t{test}\n").as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The name is the one `cargo test` prints, after the crate: what the skip summary lists.
+    #[test]
+    fn a_skip_names_the_running_test() {
+        assert_eq!(
+            super::test_name("fallback"),
+            "tollgate_governance::test_support::tests::a_skip_names_the_running_test"
+        );
+        let off_thread = std::thread::spawn(|| super::test_name("a label"))
+            .join()
+            .unwrap();
+        assert_eq!(off_thread, "tollgate_governance: a label");
     }
 }

@@ -17,8 +17,10 @@
 //! A `{api_base: <regular expression>}` entry admits an `api_base` the expression matches from
 //! its first character (Python's `re.match`, as LiteLLM uses) or that equals it. `allow_http`
 //! is Tollgate's addition (LiteLLM ignores the key): without it a client-chosen base must be
-//! `https://`, since an `http://` one would carry the client's key in clear text. Whatever the
-//! entry, the host is checked by [`crate::egress::check_base`].
+//! `https://`, since an `http://` one would carry the client's key in clear text. Entries
+//! combine in any order ([`ClientsideAuth::leave`]): with both entries of the example, any
+//! public `https://` base is allowed, and `http://` ones only where the pattern matches.
+//! Whatever the entry, the host is checked by [`crate::egress::check_base`].
 
 use regex::Regex;
 
@@ -151,27 +153,30 @@ impl ClientsideAuth {
         self.names.is_empty() && self.api_base_patterns.is_empty()
     }
 
-    /// The leave for field `field` with string value `value` (patterns apply to `api_base`
-    /// only, as in LiteLLM).
+    /// The leave for field `field` with string value `value`. Entries combine, in any order:
+    /// a field's name allows it (an `api_base` then on any `https://` base); an `api_base`
+    /// pattern that matches `value` allows that base too, and `http://` where it says
+    /// `allow_http: true`, whatever other entry also allows the field. Patterns apply to
+    /// `api_base` only, as in LiteLLM.
     pub fn leave(&self, field: &str, value: Option<&str>) -> Leave {
-        if self.names.iter().any(|n| n == field) {
-            return Leave::Allowed { http: false };
-        }
+        let named = self.names.iter().any(|n| n == field);
+        let mut matched = false;
+        let mut http = false;
         if field == "api_base"
             && let Some(v) = value
         {
-            // An allow_http entry that matches wins over one that does not allow http.
-            let mut found: Option<bool> = None;
             for p in &self.api_base_patterns {
                 if p.source == v || p.anchored.is_match(v) {
-                    found = Some(found.unwrap_or(false) || p.allow_http);
+                    matched = true;
+                    http |= p.allow_http;
                 }
             }
-            if let Some(http) = found {
-                return Leave::Allowed { http };
-            }
         }
-        Leave::Refused
+        if named || matched {
+            Leave::Allowed { http }
+        } else {
+            Leave::Refused
+        }
     }
 }
 
@@ -269,6 +274,49 @@ mod tests {
         assert_eq!(
             ClientsideAuth::default().leave("api_key", None),
             Leave::Refused
+        );
+    }
+
+    /// README's example: a plain `api_base` entry and an `allow_http` pattern, in either order.
+    #[test]
+    fn a_plain_entry_and_an_http_pattern_combine_in_either_order() {
+        let plain = json!("api_base");
+        let pattern = json!({"api_base": "^http://gpu\\.example\\.com/", "allow_http": true});
+        for entries in [
+            json!(["api_key", plain, pattern]),
+            json!(["api_key", pattern, plain]),
+        ] {
+            let a = parse(entries.clone());
+            assert_eq!(
+                a.leave("api_base", Some("http://gpu.example.com/v1")),
+                Leave::Allowed { http: true },
+                "{entries}"
+            );
+            // Another http base: allowed by the plain entry, over https only.
+            assert_eq!(
+                a.leave("api_base", Some("http://other.example.com/v1")),
+                Leave::Allowed { http: false },
+                "{entries}"
+            );
+            assert_eq!(
+                a.leave("api_base", Some("https://other.example.com/v1")),
+                Leave::Allowed { http: false },
+                "{entries}"
+            );
+            // Patterns are for api_base alone.
+            assert_eq!(
+                a.leave("base_url", Some("http://gpu.example.com/v1")),
+                Leave::Refused
+            );
+        }
+        // A pattern without allow_http does not take http away from one with it.
+        let a = parse(json!([
+            {"api_base": "^http://gpu"},
+            {"api_base": "^http://gpu\\.example", "allow_http": true}
+        ]));
+        assert_eq!(
+            a.leave("api_base", Some("http://gpu.example.com")),
+            Leave::Allowed { http: true }
         );
     }
 

@@ -65,7 +65,7 @@ pub enum EgressError {
     NotAUrl,
     /// `http://` where the deployment does not allow it, or another scheme.
     #[error(
-        "must be an https:// URL: this deployment allows plain http:// for a client-chosen base only through an `allow_http: true` api_base entry of configurable_clientside_auth_params"
+        "must be an https:// URL: plain http:// is allowed for a client-chosen base only where an `allow_http: true` api_base pattern of this deployment's configurable_clientside_auth_params matches it"
     )]
     NotHttps,
     /// `https://user:password@host`.

@@ -15,7 +15,10 @@ use serde_json::Value;
 use tollgate_config::{LitellmSettings, ModelGroupAlias, RouterSettings};
 use tollgate_providers::deployment::DEFAULT_TOTAL_TIMEOUT;
 
-use crate::config::{ConfigError, RetryPolicy, RouterConfig, RoutingStrategy};
+use crate::config::{
+    ConfigError, DEFAULT_FAILURE_RATE, DEFAULT_FAILURE_RATE_MIN_CALLS, RetryPolicy, RouterConfig,
+    RoutingStrategy,
+};
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +127,7 @@ pub fn settings_in_effect(
     );
     push(
         "allowed_fails",
-        c.allowed_fails.to_string(),
+        allowed_fails(&c),
         from_router(c.allowed_fails_configured),
     );
     push(
@@ -221,6 +224,27 @@ pub fn settings_in_effect(
         from_router(!router.model_group_alias.is_empty()),
     );
     Ok(out)
+}
+
+/// The cooldown rule `allowed_fails` stands for, as the router applies it
+/// (`AttemptPlan::cooldown_rule`): the count when set; LiteLLM's default count for the classes
+/// an `allowed_fails_policy` leaves out when only the policy is set; else LiteLLM's default
+/// rule, which has no count.
+fn allowed_fails(c: &RouterConfig) -> String {
+    if c.allowed_fails_configured {
+        c.allowed_fails.to_string()
+    } else if !c.allowed_fails_policy.is_empty() {
+        format!(
+            "{} for the failures allowed_fails_policy does not list",
+            c.allowed_fails
+        )
+    } else {
+        format!(
+            "not set: LiteLLM's default rule applies: in a group of several deployments a 429, 401/403 or 404 cools the deployment at once, and timeouts, connection errors and 5xx once more than {} % of its calls in the minute failed (from {} calls on); a group's only deployment is never cooled down",
+            DEFAULT_FAILURE_RATE * 100.0,
+            DEFAULT_FAILURE_RATE_MIN_CALLS
+        )
+    }
 }
 
 /// LiteLLM's name of a strategy.
@@ -335,7 +359,7 @@ mod tests {
                 "num_retries: 2 (default)",
                 "timeout: 600 s (default)",
                 "stream_timeout: the timeout (default)",
-                "allowed_fails: 3 (default)",
+                "allowed_fails: not set: LiteLLM's default rule applies: in a group of several deployments a 429, 401/403 or 404 cools the deployment at once, and timeouts, connection errors and 5xx once more than 50 % of its calls in the minute failed (from 5 calls on); a group's only deployment is never cooled down (default)",
                 "allowed_fails_policy: none (default)",
                 "cooldown_time: 5 s (default)",
                 "disable_cooldowns: false (default)",
@@ -382,6 +406,21 @@ mod tests {
                 "enable_pre_call_checks: true (router_settings)",
                 "model_group_alias: {gpt-4: a, old: b (hidden)} (router_settings)",
             ]
+        );
+    }
+
+    /// With a policy alone, the default count covers the classes it leaves out.
+    #[test]
+    fn allowed_fails_with_a_policy_alone_shows_the_count_it_falls_back_to() {
+        let got = effective(
+            "router_settings:\n  allowed_fails_policy: {RateLimitErrorAllowedFails: 10}\n",
+        );
+        assert!(
+            got.contains(
+                &"allowed_fails: 3 for the failures allowed_fails_policy does not list (default)"
+                    .to_owned()
+            ),
+            "{got:?}"
         );
     }
 

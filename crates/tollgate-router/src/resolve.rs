@@ -139,6 +139,11 @@ impl Router {
         self.names.iter().filter_map(|n| self.groups.get(n))
     }
 
+    /// The wildcard model groups (`bedrock/*`, `*`), in config order.
+    pub fn wildcard_groups(&self) -> impl Iterator<Item = &Arc<ModelGroup>> {
+        self.wildcards.iter()
+    }
+
     /// The settings in force.
     pub fn config(&self) -> &RouterConfig {
         &self.config

@@ -87,7 +87,8 @@ pub fn run(
 
 /// What `check-config` prints before its verdict: [`tollgate_config::Config::describe`], the
 /// routing settings in effect (`num_retries: 1 (router_settings)`, `cooldown_time: 5 s
-/// (default)`, ...), the store, and the load warnings.
+/// (default)`, ...), the store, the governance settings in effect
+/// ([`crate::check_governance::describe`]), and the load warnings.
 ///
 /// Errors: an unusable `database_url` scheme or routing setting (the message to print).
 pub fn report(
@@ -120,6 +121,7 @@ pub fn report(
             Some(choice)
         }
     };
+    s.push_str(&crate::check_governance::describe(loaded));
     for w in &loaded.warnings {
         let _ = writeln!(s, "warning: {w}");
     }

@@ -13,6 +13,7 @@
 pub mod anthropic_metadata;
 pub mod auth;
 pub mod check_config;
+pub mod check_governance;
 pub mod clientside;
 pub mod errors;
 pub mod gate;
@@ -25,6 +26,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod relay;
 pub mod request;
+pub mod response_owner;
 pub mod response_store;
 pub mod routes;
 pub mod serve;

@@ -262,9 +262,18 @@ fn run(cli: Cli) -> ExitCode {
         } else {
             Arc::new(state)
         };
+        // Counted as check-config counts them: every model group, a wildcard one once.
+        let (groups, wildcard_groups, aliases) = {
+            let r = state.router.load();
+            let concrete = r.groups().count();
+            let wild = r.wildcard_groups().count();
+            (concrete + wild, wild, r.public_names().count() - concrete)
+        };
         tracing::info!(
             version = tollgate_server::VERSION,
-            groups = state.router.load().public_names().count(),
+            groups,
+            wildcard_groups,
+            aliases,
             workers = serving_threads,
             work_stealing = workers.is_none(),
             auth = state.auth.requires_key(),

@@ -67,6 +67,8 @@ use crate::relay::stream::StreamRelay;
 use crate::relay::unary::{MAX_ERROR_BODY, relay_body};
 use crate::relay::{CallRecord, Settled};
 use crate::request::{Endpoint, ParsedRequest};
+use crate::response_owner::{ResponseOwner, previous_not_found};
+use crate::response_store::{remember_upstream_response, store_response};
 use crate::state::AppState;
 
 /// Handles one inference request end to end.
@@ -142,6 +144,7 @@ async fn run(
     let req = ParsedRequest::parse(body, endpoint)?;
     crate::model_names::check(&req.model, "model")?;
     let client_upstream = crate::clientside::ClientUpstream::from_request(&req)?;
+    crate::response_owner::check_previous(state.responses.as_ref(), endpoint, &identity, &req)?;
 
     // 3. admit (model access now; budgets and limits per attempt below)
     let principal = identity.principal();
@@ -282,6 +285,7 @@ async fn run(
                     .map_or_else(chrono::Utc::now, |g| g.started_at),
                 stream_slot,
                 client: client_upstream.as_ref(),
+                identity: &identity,
             },
             &mut report,
         )
@@ -687,6 +691,8 @@ struct Call<'a> {
     stream_slot: Option<StreamSlot>,
     /// Credentials the client sent in the body ([`crate::clientside`]).
     client: Option<&'a crate::clientside::ClientUpstream>,
+    /// The caller: a stored Response's owner, and who may continue one.
+    identity: &'a crate::auth::Identity,
 }
 
 /// What an attempt reports besides its response.
@@ -730,6 +736,7 @@ async fn attempt_once(
         started_at,
         stream_slot,
         client,
+        identity,
     } = call;
     let dialect = endpoint.dialect();
     let timeouts =
@@ -821,7 +828,7 @@ async fn attempt_once(
             if let Some(prev) = value.get("previous_response_id").and_then(Value::as_str) {
                 history = state
                     .responses
-                    .get(prev)
+                    .get_for(prev, identity)
                     .ok_or_else(|| previous_not_found(prev))?
                     .history;
             }
@@ -888,8 +895,9 @@ async fn attempt_once(
                 Relay::Pass(Passthrough::Responses) => {
                     let store = Arc::clone(&state.responses);
                     let (dep_id, group) = (dep.id.clone(), group.to_owned());
+                    let owner = ResponseOwner::of(identity);
                     Box::new(ResponsesPassthrough::on_id(Box::new(move |id| {
-                        remember_upstream_response(store.as_ref(), id, dep_id, group);
+                        remember_upstream_response(store.as_ref(), id, dep_id, group, owner);
                     })))
                 }
                 Relay::Translate(pair) => {
@@ -897,9 +905,9 @@ async fn attempt_once(
                     match (pair, client_request) {
                         (Pair::ResponsesToChat | Pair::ResponsesToAnthropic, Some(cr)) => {
                             let store = Arc::clone(&state.responses);
-                            let group = group.to_owned();
+                            let (group, owner) = (group.to_owned(), ResponseOwner::of(identity));
                             Box::new(t.on_response(Box::new(move |resp| {
-                                store_response(store.as_ref(), &history, &cr, resp, group);
+                                store_response(store.as_ref(), &history, &cr, resp, group, owner);
                             })))
                         }
                         _ => Box::new(t),
@@ -950,6 +958,7 @@ async fn attempt_once(
                     &id,
                     dep.id.clone(),
                     group.to_owned(),
+                    ResponseOwner::of(identity),
                 );
             }
             let resp = match relay {
@@ -968,6 +977,7 @@ async fn attempt_once(
                                     ctx.request,
                                     &v,
                                     group.to_owned(),
+                                    ResponseOwner::of(identity),
                                 );
                             }
                             json_response(StatusCode::OK, Bytes::from(v.to_string()))
@@ -1232,61 +1242,6 @@ fn translate_request(
     }
 }
 
-/// 404 for an unknown `previous_response_id` (OpenAI's error for it).
-fn previous_not_found(id: &str) -> GatewayError {
-    ErrorEnvelope::new(
-        404,
-        "invalid_request_error",
-        format!("Previous response with id '{id}' not found."),
-    )
-    .with_param("previous_response_id")
-    .with_code("previous_response_not_found")
-    .into()
-}
-
-/// Remembers which deployment stores a passthrough Response, for `GET /v1/responses/{id}`.
-fn remember_upstream_response(
-    store: &dyn crate::response_store::ResponseStore,
-    id: &str,
-    deployment_id: String,
-    model_group: String,
-) {
-    store.put(
-        id.to_owned(),
-        crate::response_store::StoredResponse {
-            response: Value::Null,
-            deployment_id,
-            history: Vec::new(),
-            model_group,
-        },
-    );
-}
-
-/// Keeps a translated Response (and the conversation a follow-up continues from).
-fn store_response(
-    store: &dyn crate::response_store::ResponseStore,
-    history: &[Value],
-    request: &Value,
-    response: &Value,
-    model_group: String,
-) {
-    let Some(id) = response.get("id").and_then(Value::as_str) else {
-        return;
-    };
-    match responses_to_chat::history_after(history, request, response) {
-        Ok(h) => store.put(
-            id.to_owned(),
-            crate::response_store::StoredResponse {
-                response: response.clone(),
-                deployment_id: String::new(),
-                history: h,
-                model_group,
-            },
-        ),
-        Err(e) => tracing::debug!(error = %e, "response not stored for follow-ups"),
-    }
-}
-
 fn translate_response(
     pair: Pair,
     body: &[u8],
@@ -1331,14 +1286,9 @@ fn stream_translator(
     })
 }
 
+/// The refusal in the client's dialect, naming the field (`param`) where the error does.
 fn translate_error(e: TranslateError) -> GatewayError {
-    let status = e.status();
-    let kind = if status >= 500 {
-        "server_error"
-    } else {
-        "invalid_request_error"
-    };
-    ErrorEnvelope::new(status, kind, e.to_string()).into()
+    e.to_envelope().into()
 }
 
 /// Adds deployment request defaults that the translated body lacks.

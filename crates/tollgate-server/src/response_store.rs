@@ -4,13 +4,18 @@
 //! [`ResponseStore`] is the seam: the in-process [`MemoryResponseStore`] serves one replica;
 //! a shared backend (Redis, with governance's shared state) implements the same trait for
 //! several. Entries are bounded in number and expire after a TTL, so a busy gateway cannot
-//! grow memory without bound.
+//! grow memory without bound. Each entry keeps its creator, and is served only to the callers
+//! [`crate::response_owner`] admits ([`ResponseStore::get_for`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tollgate_translate::responses_to_chat;
+
+use crate::auth::Identity;
+use crate::response_owner::ResponseOwner;
 
 /// One stored response.
 #[derive(Debug, Clone)]
@@ -25,6 +30,8 @@ pub struct StoredResponse {
     pub history: Vec<Value>,
     /// The model group the response came from (a follow-up may name another).
     pub model_group: String,
+    /// Who created it: who else may read or continue it.
+    pub owner: ResponseOwner,
 }
 
 /// Storage for translated responses.
@@ -33,6 +40,60 @@ pub trait ResponseStore: Send + Sync + std::fmt::Debug {
     fn put(&self, id: String, entry: StoredResponse);
     /// The entry for `id`, if present and not expired.
     fn get(&self, id: &str) -> Option<StoredResponse>;
+
+    /// The entry for `id` if `identity` may read it ([`ResponseOwner::admits`]): `None` for
+    /// another caller's entry exactly as for an unknown id.
+    fn get_for(&self, id: &str, identity: &Identity) -> Option<StoredResponse> {
+        self.get(id).filter(|e| e.owner.admits(identity))
+    }
+}
+
+/// Remembers which deployment stores a passthrough Response, and who created it, for
+/// `GET /v1/responses/{id}` and follow-ups.
+pub fn remember_upstream_response(
+    store: &dyn ResponseStore,
+    id: &str,
+    deployment_id: String,
+    model_group: String,
+    owner: ResponseOwner,
+) {
+    store.put(
+        id.to_owned(),
+        StoredResponse {
+            response: Value::Null,
+            deployment_id,
+            history: Vec::new(),
+            model_group,
+            owner,
+        },
+    );
+}
+
+/// Keeps a translated Response, the conversation a follow-up continues from and its creator.
+pub fn store_response(
+    store: &dyn ResponseStore,
+    history: &[Value],
+    request: &Value,
+    response: &Value,
+    model_group: String,
+    owner: ResponseOwner,
+) {
+    let Some(id) = response.get("id").and_then(Value::as_str) else {
+        return;
+    };
+    match responses_to_chat::history_after(history, request, response) {
+        Ok(h) => store.put(
+            id.to_owned(),
+            StoredResponse {
+                response: response.clone(),
+                deployment_id: String::new(),
+                history: h,
+                model_group,
+                owner,
+            },
+        ),
+        Err(e) => tracing::debug!(error = %e, "response not stored for follow-ups"),
+    }
 }
 
 /// In-process store: at most `capacity` entries (oldest evicted first), each kept for `ttl`.
@@ -108,6 +169,7 @@ mod tests {
             deployment_id: "d".into(),
             history: vec![],
             model_group: "g".into(),
+            owner: ResponseOwner::Admin,
         }
     }
 

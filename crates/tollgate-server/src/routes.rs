@@ -18,6 +18,7 @@ use crate::auth::Identity;
 use crate::errors::GatewayError;
 use crate::pipeline;
 use crate::request::Endpoint;
+use crate::response_owner::response_not_found;
 use crate::state::AppState;
 
 /// `created` timestamp LiteLLM reports for every model in `/v1/models`.
@@ -145,36 +146,26 @@ pub async fn inference(
     }
 }
 
-/// `GET /v1/responses/{id}`: a Response the gateway produced by translation (kept for the
-/// store's TTL).
+/// `GET /v1/responses/{id}`: a Response the gateway produced by translation, or one a
+/// passthrough upstream stores (fetched from the deployment that produced it), kept for the
+/// store's TTL. Only for callers [`crate::response_owner`] admits: anyone else gets the 404 of
+/// an unknown id, and nothing is fetched.
 async fn get_response(
     State(s): State<Arc<AppState>>,
     h: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    if let Err(e) = s.auth.authenticate(&h, s.gov()) {
-        return GatewayError::from(e.envelope()).into_response();
-    }
-    match s.responses.get(&id) {
+    let identity = match s.auth.authenticate(&h, s.gov()) {
+        Ok(i) => i,
+        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+    };
+    match s.responses.get_for(&id, &identity) {
         Some(e) if !e.response.is_null() => axum::Json(e.response).into_response(),
         Some(e) => match deployment_of(&s, &e.model_group, &e.deployment_id) {
             Some(dep) => fetch_upstream_response(&s, &dep, &id).await,
-            None => GatewayError::from(ErrorEnvelope::new(
-                404,
-                "invalid_request_error",
-                format!("Response with id '{id}' not found."),
-            ))
-            .into_response(),
+            None => response_not_found(&id).into_response(),
         },
-        None => GatewayError::from(
-            ErrorEnvelope::new(
-                404,
-                "invalid_request_error",
-                format!("Response with id '{id}' not found."),
-            )
-            .with_param("response_id"),
-        )
-        .into_response(),
+        None => response_not_found(&id).into_response(),
     }
 }
 
@@ -224,8 +215,8 @@ fn model_object(id: &str) -> serde_json::Value {
     json!({"id": id, "object": "model", "created": MODEL_CREATED, "owned_by": "openai"})
 }
 
-/// `GET /v1/models`: OpenAI's list shape, with the model groups and aliases the caller may use
-/// (wildcard groups are never listed as ids; B41).
+/// `GET /v1/models`: OpenAI's list shape, with the model groups, aliases and wildcard groups
+/// the caller may use ([`visible_models`]).
 async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
     let identity = match s.auth.authenticate(&h, s.gov()) {
         Ok(i) => i,
@@ -238,12 +229,20 @@ async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
-/// The model names the caller may call (B41): every configured group and router alias, plus
-/// the key's and its team's aliases, keeping only those whose target the key may use — the
-/// same check the inference routes make. Never a sentinel (`all-team-models`) or a pattern.
+/// The model names the caller may call (B41): every configured group and router alias, the
+/// wildcard groups by their pattern (`bedrock/*`, as LiteLLM lists them; never the catch-all
+/// `*`, which names no model), plus the key's and its team's aliases and the key's own names
+/// and patterns that a wildcard group serves (`openai/gpt-4o-mini`, `bedrock/anthropic.*`),
+/// keeping only those whose target the key may use — the same check the inference routes make.
+/// Never a sentinel (`all-team-models`) or an access-group name.
 pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
     let router = s.router.load();
     let mut names: Vec<String> = router.public_names().map(str::to_owned).collect();
+    for g in router.wildcard_groups() {
+        if g.name != "*" && !names.contains(&g.name) {
+            names.push(g.name.clone());
+        }
+    }
     let (Some(p), Some(gov)) = (identity.principal(), s.gov()) else {
         return names;
     };
@@ -262,11 +261,13 @@ pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
         }
     }
     let groups = gov.access_groups();
-    // Concrete names the key lists that only a wildcard group serves (`openai/gpt-4o-mini`
-    // under `openai/*`); patterns, sentinels and access-group names are never listed.
+    // Names and patterns the key lists that only a wildcard group serves (`openai/gpt-4o-mini`
+    // or `openai/gpt-*` under `openai/*`); sentinels and access-group names are never listed.
     for n in &p.key.models {
-        if !n.contains('*')
-            && groups.get(n).is_none()
+        if !matches!(
+            n.as_str(),
+            "*" | "all-proxy-models" | "all-team-models" | "no-default-models"
+        ) && groups.get(n).is_none()
             && !names.contains(n)
             && router.resolve(n).is_ok_and(|(g, _)| g.wildcard)
         {

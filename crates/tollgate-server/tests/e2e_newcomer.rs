@@ -267,7 +267,8 @@ fn check_config_prints_the_routing_settings_in_effect_and_their_source() {
             "  num_retries: 1 (router_settings)",
             "  timeout: 30 s (litellm_settings.request_timeout)",
             "  stream_timeout: the timeout (default)",
-            "  allowed_fails: 3 (default)",
+            // Unset: the default cooldown rule that applies instead, not a count.
+            "  allowed_fails: not set: LiteLLM's default rule applies: in a group of several deployments a 429, 401/403 or 404 cools the deployment at once, and timeouts, connection errors and 5xx once more than 50 % of its calls in the minute failed (from 5 calls on); a group's only deployment is never cooled down (default)",
             "  allowed_fails_policy: none (default)",
             "  cooldown_time: 5 s (default)",
             "  disable_cooldowns: false (default)",

@@ -596,7 +596,11 @@ async fn embeddings_models_and_mock_provider() {
             "slow-gpt",
             "dead-gpt",
             "mock-echo",
-            "mock-embedding"
+            "mock-embedding",
+            // Wildcard groups by their pattern, after the concrete groups (as LiteLLM lists
+            // them for a caller who may use them).
+            "fixture/*",
+            "any/*"
         ]
     );
     assert_eq!(v["object"], "list");

@@ -4,6 +4,9 @@
 
 use std::borrow::Cow;
 
+use base64::Engine as _;
+use base64::alphabet::STANDARD;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Value, json};
 
 use crate::TranslateError;
@@ -23,6 +26,41 @@ pub struct DataUrl<'a> {
     /// The text after the first comma, as written.
     pub data: &'a str,
 }
+
+/// Base64 as image data is read: RFC 4648's standard alphabet (`A-Z a-z 0-9 + /`, what RFC 2397
+/// data URLs and Anthropic's base64 sources carry), `=` padding optional but only at the end,
+/// and a last character's unused low bits not checked (encoders differ there; the bytes are the
+/// same).
+const IMAGE_BASE64: GeneralPurpose = GeneralPurpose::new(
+    &STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true),
+);
+
+/// Base64 characters checked per step of [`is_base64`] (a multiple of 4).
+const BASE64_CHUNK: usize = 4096;
+
+/// Whether `data` is base64 as [`IMAGE_BASE64`] reads it: decoded chunk by chunk into a buffer
+/// on the stack and dropped, so nothing is allocated whatever the image's size. A space, a line
+/// break, a URL-safe `-` / `_` or a `=` before the end makes it `false`.
+pub fn is_base64(data: &str) -> bool {
+    let mut buf = [0u8; BASE64_CHUNK / 4 * 3];
+    let mut chunks = data.as_bytes().chunks(BASE64_CHUNK).peekable();
+    while let Some(chunk) = chunks.next() {
+        // A chunk ending in padding decodes on its own; it is valid only as the last one.
+        if chunks.peek().is_some() && chunk.last() == Some(&b'=') {
+            return false;
+        }
+        if IMAGE_BASE64.decode_slice(chunk, &mut buf).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// What [`is_base64`] takes, for error messages.
+const NOT_BASE64: &str = "the data is not base64 (A-Z, a-z, 0-9, + and /, with = padding only at the end; no spaces or line breaks)";
 
 /// Whether `url` is a `data:` URL (scheme compared without case, as RFC 3986 says).
 pub fn is_data_url(url: &str) -> bool {
@@ -71,8 +109,8 @@ pub fn anthropic_image_media_type(media_type: &str) -> Option<&'static str> {
 ///   normalised by [`anthropic_image_media_type`];
 /// - `http://` / `https://` → `{"type":"url","url"}`, unchanged.
 ///
-/// Errors (400, naming `field`): a malformed `data:` URL (no comma, not base64, no data, no
-/// media type) or any other scheme ([`TranslateError::InvalidRequest`]); a media type Anthropic
+/// Errors (400, naming `field`): a malformed `data:` URL (no comma, not `;base64`, no data, no
+/// media type, data that is not base64: [`is_base64`]) or any other scheme ([`TranslateError::InvalidRequest`]); a media type Anthropic
 /// does not accept, e.g. `image/bmp` ([`TranslateError::Unsupported`]).
 pub fn anthropic_image_source(url: &str, field: &str) -> Result<Value, TranslateError> {
     if let Some(d) = image_data_url(url, field)? {
@@ -123,6 +161,9 @@ fn image_data_url<'u>(url: &'u str, field: &str) -> Result<Option<DataUrl<'u>>, 
     if d.media_type.is_empty() {
         return Err(malformed(field, "it names no media type"));
     }
+    if !is_base64(d.data) {
+        return Err(malformed(field, NOT_BASE64));
+    }
     Ok(Some(d))
 }
 
@@ -130,8 +171,9 @@ fn image_data_url<'u>(url: &'u str, field: &str) -> Result<Option<DataUrl<'u>>, 
 /// `image/jpg` media type written as `image/jpeg`), a url source → its URL.
 ///
 /// Errors (400, naming `field` + `.source...`): a base64 source without `media_type` or `data`,
-/// a url source without `url` ([`TranslateError::InvalidRequest`]); other source types such as
-/// `file` ([`TranslateError::Unsupported`]).
+/// or whose `data` is not base64 ([`is_base64`]), a url source without `url`
+/// ([`TranslateError::InvalidRequest`]); other source types such as `file`
+/// ([`TranslateError::Unsupported`]).
 pub fn openai_image_url(source: &Value, field: &str) -> Result<String, TranslateError> {
     let text = |key: &str| {
         source
@@ -146,7 +188,14 @@ pub fn openai_image_url(source: &Value, field: &str) -> Result<String, Translate
         Some("base64") => {
             let media_type = text("media_type")?;
             let media_type = anthropic_image_media_type(media_type).unwrap_or(media_type);
-            Ok(format!("data:{media_type};base64,{}", text("data")?))
+            let data = text("data")?;
+            if !is_base64(data) {
+                return Err(TranslateError::invalid(
+                    format!("{field}.source.data"),
+                    NOT_BASE64,
+                ));
+            }
+            Ok(format!("data:{media_type};base64,{data}"))
         }
         Some("url") => Ok(text("url")?.to_owned()),
         _ => Err(TranslateError::unsupported(
@@ -243,6 +292,67 @@ mod tests {
         let e = anthropic_image_source("data:image/bmp;base64,Qk0=", f).unwrap_err();
         assert!(e.to_string().contains("`image/bmp` is not accepted"), "{e}");
         assert_eq!(e.param(), Some(f));
+    }
+
+    #[test]
+    fn base64_alphabet_and_padding() {
+        for ok in [
+            "AAAA",
+            "AA==",
+            "AA=",
+            "AA",
+            "/9j/4AAQ",
+            "iVBORw0KGgo=",
+            "+/+/",
+        ] {
+            assert!(is_base64(ok), "{ok}");
+        }
+        for bad in [
+            "!!!notb64",
+            "A",
+            "AAAAA",
+            "AA==AA==",
+            "A===",
+            "AA AA",
+            "AAAA\nAAAA",
+            "-_-_",
+            "AA%3D",
+        ] {
+            assert!(!is_base64(bad), "{bad}");
+        }
+        // Across the chunk boundary: padding before the last chunk is refused, and a long
+        // valid payload passes.
+        let long = "QUJD".repeat(BASE64_CHUNK);
+        assert!(is_base64(&long));
+        let mut padded_early = "A".repeat(BASE64_CHUNK - 2);
+        padded_early.push_str("==");
+        padded_early.push_str("AAAA");
+        assert!(!is_base64(&padded_early));
+        let mut bad_late = long.clone();
+        bad_late.push('!');
+        assert!(!is_base64(&bad_late));
+    }
+
+    #[test]
+    fn data_that_is_not_base64_is_refused_naming_the_field() {
+        let f = "messages[0].content[1].image_url.url";
+        for bad in [
+            "data:image/png;base64,!!!notb64",
+            "data:image/png;base64,AA AA",
+        ] {
+            let e = anthropic_image_source(bad, f).unwrap_err();
+            assert_eq!((e.status(), e.param()), (400, Some(f)), "{bad}");
+            assert!(e.to_string().contains("the data is not base64"), "{e}");
+            let e = check_data_url(bad, f).unwrap_err();
+            assert_eq!(e.param(), Some(f), "{bad}");
+        }
+        let e = openai_image_url(
+            &json!({"type":"base64","media_type":"image/png","data":"!!!notb64"}),
+            "messages[0].content[0]",
+        )
+        .unwrap_err();
+        assert_eq!(e.param(), Some("messages[0].content[0].source.data"));
+        assert!(e.to_string().contains("the data is not base64"), "{e}");
     }
 
     #[test]

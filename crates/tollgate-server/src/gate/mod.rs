@@ -182,7 +182,8 @@ fn end_user_header(config: &Config) -> Result<Option<http::HeaderName>, GateErro
         })
 }
 
-fn options(config: &Config) -> GovernanceOptions {
+/// The governance options the gateway runs `config` with (also what `check-config` prints).
+pub(crate) fn options(config: &Config) -> GovernanceOptions {
     let ls = &config.litellm_settings;
     let mut admission = AdmissionConfig::default();
     if let Some(s) = ls

@@ -5,8 +5,9 @@
 //! Protocol (shared with tollgate-governance's `test_support::skipped`): a `SKIPPED` line
 //! written straight to stderr (libtest captures a passing test's `print!`, not direct writes,
 //! so a plain `cargo test` shows it), and a `var<TAB>example<TAB>test` line appended to the
-//! file named by `TOLLGATE_TEST_SKIP_LOG`, which `scripts/test.sh` sets, sums up at the end of
-//! the run and clears.
+//! file named by `TOLLGATE_TEST_SKIP_LOG`, which `scripts/test.sh` sums up at the end of the
+//! run (one line per skipped test) and clears. The test is named as `cargo test` names it,
+//! after its test target: `e2e_governance::budget_lockout_postgres` ([`test_name`]).
 #![allow(dead_code)]
 
 use std::io::Write;
@@ -15,18 +16,33 @@ use std::io::Write;
 pub const DATABASE_URL_VAR: (&str, &str) =
     ("TOLLGATE_TEST_DATABASE_URL", "postgres://user@host:port/db");
 
-/// `TOLLGATE_TEST_DATABASE_URL`; `None` after reporting the skip of `test`.
-pub fn postgres_url(test: &str) -> Option<String> {
+/// The running test as `<test target>::<module path>::<test fn>`: libtest runs each test on a
+/// thread named after it (`budget_windows::end_users::default_end_user_postgres`). Off such a
+/// thread (the main thread, a runtime worker a test spawned onto) it is `fallback`.
+pub fn test_name(fallback: &str) -> String {
+    match std::thread::current().name() {
+        Some(n) if n != "main" && !n.starts_with("tokio-") => {
+            format!("{}::{n}", env!("CARGO_CRATE_NAME"))
+        }
+        _ => format!("{}: {fallback}", env!("CARGO_CRATE_NAME")),
+    }
+}
+
+/// `TOLLGATE_TEST_DATABASE_URL`; `None` after reporting the skip of the running test (`what`
+/// names it where [`test_name`] cannot).
+pub fn postgres_url(what: &str) -> Option<String> {
     let (var, example) = DATABASE_URL_VAR;
     let url = std::env::var(var).ok().filter(|u| !u.is_empty());
     if url.is_none() {
-        skipped(test, var, example);
+        skipped(what, var, example);
     }
     url
 }
 
-/// Reports that `test` did not run because env `var` (a value like `example`) is not set.
-pub fn skipped(test: &str, var: &str, example: &str) {
+/// Reports that the running test ([`test_name`], `what` off a test thread) did not run because
+/// env `var` (a value like `example`) is not set.
+pub fn skipped(what: &str, var: &str, example: &str) {
+    let test = test_name(what);
     let _ = writeln!(
         std::io::stderr().lock(),
         "SKIPPED {test}: set {var} (e.g. {var}={example}) to run it"

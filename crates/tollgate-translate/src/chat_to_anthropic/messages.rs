@@ -13,7 +13,7 @@
 use serde_json::{Value, json};
 
 use crate::TranslateError;
-use crate::images::{anthropic_image_source, parse_data_url};
+use crate::images::{anthropic_image_source, is_base64, parse_data_url};
 
 /// The converted conversation.
 pub(super) struct Converted {
@@ -203,7 +203,7 @@ fn parts_to_blocks(parts: &[Value], i: usize) -> Result<Vec<Value>, TranslateErr
 /// → image ([`anthropic_image_source`]), `file` with a base64 `data:` URL → document. The
 /// part's `cache_control` is kept. Errors: other part types and file references
 /// ([`TranslateError::Unsupported`]), a missing or unusable image URL (400 naming
-/// `<path>.image_url.url`).
+/// `<path>.image_url.url`), file data that is not base64 (400 naming `<path>.file.file_data`).
 fn user_part(p: &Value, path: &str) -> Result<Value, TranslateError> {
     let ty = p.get("type").and_then(Value::as_str).unwrap_or_default();
     let mut block = match ty {
@@ -225,6 +225,12 @@ fn user_part(p: &Value, path: &str) -> Result<Value, TranslateError> {
                 .and_then(parse_data_url)
                 .filter(|d| d.base64 && !d.media_type.is_empty())
             {
+                Some(d) if !is_base64(d.data) => {
+                    return Err(TranslateError::invalid(
+                        format!("{path}.file.file_data"),
+                        "malformed data URL: the data is not base64",
+                    ));
+                }
                 Some(d) => {
                     json!({"type": "document", "source": {"type": "base64", "media_type": d.media_type, "data": d.data}})
                 }
@@ -404,6 +410,19 @@ mod tests {
         .err()
         .unwrap();
         assert_eq!(err.param(), Some("messages[1].content[0].image_url.url"));
+        assert_eq!(err.status(), 400);
+    }
+
+    #[test]
+    fn file_data_must_be_base64() {
+        let file = |data: &str| json!({"role":"user","content":[{"type":"file","file":{"file_data": format!("data:application/pdf;base64,{data}")}}]});
+        let out = convert(&[file("JVBERi0=")]).unwrap();
+        assert_eq!(
+            out.messages[0]["content"],
+            json!([{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0="}}])
+        );
+        let err = convert(&[file("not base64!")]).err().unwrap();
+        assert_eq!(err.param(), Some("messages[0].content[0].file.file_data"));
         assert_eq!(err.status(), 400);
     }
 }
