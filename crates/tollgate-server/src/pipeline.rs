@@ -469,11 +469,7 @@ impl Governed<'_> {
         );
         let key = self.principal.map(|p| &p.key);
         let log = SpendLogRow {
-            request_id: if a.seq == 0 {
-                a.call_id.to_owned()
-            } else {
-                format!("{}-attempt-{}", a.call_id, a.seq)
-            },
+            request_id: tollgate_governance::store::attempt_id(a.call_id, a.seq),
             call_type: endpoint.call_type().to_owned(),
             api_key: key.map_or_else(
                 || {
