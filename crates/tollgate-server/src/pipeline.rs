@@ -52,6 +52,7 @@ use tollgate_translate::{
 
 use crate::errors::GatewayError;
 use crate::gate::facts;
+use crate::gate::unreported::Unreported;
 use crate::headers::{
     CallHeaders, X_LITELLM_ATTEMPTED_FALLBACKS, X_LITELLM_ATTEMPTED_RETRIES, X_LITELLM_NUM_RETRIES,
     X_LITELLM_STREAM_TIMEOUT, X_LITELLM_TIMEOUT, forward_upstream,
@@ -745,6 +746,7 @@ async fn attempt_once(
         ended: started,
         started_at,
         events_out: 0,
+        unreported: Unreported::new(charge.is_some(), body, endpoint),
         charge,
         response_id: None,
     };
@@ -932,6 +934,7 @@ async fn attempt_once(
                 } else {
                     openai_response_usage(&body)
                 };
+                record.unreported.answer(&body, record.usage);
             }
             if status.is_success()
                 && let Relay::Pass(Passthrough::Responses) = relay

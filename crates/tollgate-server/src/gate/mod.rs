@@ -10,6 +10,7 @@ pub mod facts;
 pub mod models;
 pub mod sink;
 pub mod storage;
+pub mod unreported;
 
 use std::collections::HashMap;
 use std::path::Path;
