@@ -4,7 +4,8 @@
 //! tokens with the model's tokenizer, as LiteLLM counts a response without usage.
 //!
 //! [`ProducedText`] collects the JSON-escaped bytes of the string values that carry generated
-//! output, with no parse tree and no allocation until the first one:
+//! output, with no parse tree and no allocation until the first one, and for a stream at most
+//! [`KEPT_STREAM_BYTES`] of them (the length of the rest is kept):
 //!
 //! - stream events, by their SSE `event:` name: an unnamed event (an OpenAI chat or completions
 //!   chunk) gives `content`, `reasoning_content`, `reasoning`, `text`, `arguments`, `refusal`;
@@ -68,11 +69,18 @@ static BODY_KEYS: Keys = LazyLock::new(|| {
     ])
 });
 
+/// Escaped bytes of a stream's text kept for counting (about 2,000 tokens of English). Past it
+/// only their number is kept ([`ProducedText::dropped_bytes`]), so a long generation holds a
+/// bounded buffer; the count extrapolates from the kept text.
+pub const KEPT_STREAM_BYTES: usize = 8 << 10;
+
 /// Generated text seen in an answer (see the module docs). Empty until something is fed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducedText {
     /// The captured string values, still JSON-escaped, back to back.
     escaped: Vec<u8>,
+    /// Escaped bytes of stream deltas not kept (past [`KEPT_STREAM_BYTES`]).
+    dropped: u64,
 }
 
 impl ProducedText {
@@ -86,17 +94,36 @@ impl ProducedText {
             }
             Some(_) => return,
         };
-        capture(event, keys, &mut self.escaped);
+        capture(event, keys, &mut |value| {
+            if self.escaped.len() + value.len() <= KEPT_STREAM_BYTES {
+                self.escaped.extend_from_slice(value);
+            } else {
+                self.dropped += value.len() as u64;
+            }
+        });
     }
 
     /// Adds the generated text of a complete (non-streamed) answer body.
     pub fn feed_body(&mut self, body: &[u8]) {
-        capture(body, &BODY_KEYS, &mut self.escaped);
+        // a body is in memory already, and counted at once: all of it is kept
+        capture(body, &BODY_KEYS, &mut |value| {
+            self.escaped.extend_from_slice(value)
+        });
     }
 
     /// True when nothing was captured.
     pub fn is_empty(&self) -> bool {
-        self.escaped.is_empty()
+        self.escaped.is_empty() && self.dropped == 0
+    }
+
+    /// Escaped bytes kept (what [`Self::text`] unescapes).
+    pub fn kept_bytes(&self) -> usize {
+        self.escaped.len()
+    }
+
+    /// Escaped bytes of stream text past [`KEPT_STREAM_BYTES`], counted but not kept.
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped
     }
 
     /// The text captured, unescaped (invalid escapes and bytes replaced, never an error).
@@ -127,12 +154,12 @@ fn event_name(event: &[u8]) -> Option<&[u8]> {
     Some(&rest[..end])
 }
 
-/// Appends the raw contents of every string value whose key is one of `keys`, key by key (a
+/// Hands `found` the raw contents of every string value whose key is one of `keys`, key by key (a
 /// few vectorised substring searches, nothing walked byte by byte). In a JSON text, `"<key>"`
 /// followed by `:` can only be that key: a quote inside a string is escaped, so the needle
 /// never starts or ends inside one, and a string followed by `:` is a key (one preceded by a
 /// backslash is the tail of a longer key, and skipped).
-fn capture(json: &[u8], keys: &[Finder<'static>], out: &mut Vec<u8>) {
+fn capture(json: &[u8], keys: &[Finder<'static>], found: &mut dyn FnMut(&[u8])) {
     for key in keys {
         for at in key.find_iter(json) {
             if at > 0 && json[at - 1] == b'\\' {
@@ -147,7 +174,7 @@ fn capture(json: &[u8], keys: &[Finder<'static>], out: &mut Vec<u8>) {
                 continue;
             }
             if let Some(end) = string_end(json, j + 1) {
-                out.extend_from_slice(&json[j + 1..end]);
+                found(&json[j + 1..end]);
             }
         }
     }
@@ -258,6 +285,19 @@ mod tests {
         // broken JSON: what was complete is kept, nothing panics
         p.feed_body(br#"{"content":"ab","text":"cd\"#);
         assert_eq!(p.text(), "ab");
+    }
+
+    #[test]
+    fn a_long_stream_keeps_a_bounded_text_and_counts_the_rest() {
+        let mut p = ProducedText::default();
+        let delta = "data: {\"choices\":[{\"delta\":{\"content\":\"abcdefgh\"}}]}\n\n";
+        for _ in 0..(KEPT_STREAM_BYTES / 8 + 100) {
+            p.feed_event(delta.as_bytes());
+        }
+        assert_eq!(p.kept_bytes(), KEPT_STREAM_BYTES);
+        assert_eq!(p.dropped_bytes(), 800);
+        assert_eq!(p.text().len(), KEPT_STREAM_BYTES);
+        assert!(!p.is_empty());
     }
 
     proptest::proptest! {

@@ -80,12 +80,23 @@ impl Unreported {
         self.produced.is_empty()
     }
 
-    /// Tokens of the generated text, counted for `upstream_model`.
+    /// Tokens of the generated text, counted for `upstream_model`; a stream's text past
+    /// [`tollgate_protocol::produced::KEPT_STREAM_BYTES`] at the kept text's tokens per byte.
     pub fn completion_tokens(&self, upstream_model: &str) -> u64 {
         if self.produced.is_empty() {
             return 0;
         }
-        Encoding::for_model(upstream_model).count(&self.produced.text())
+        let enc = Encoding::for_model(upstream_model);
+        let kept = enc.count(&self.produced.text());
+        let dropped = self.produced.dropped_bytes();
+        if dropped == 0 {
+            return kept;
+        }
+        let per_byte = match self.produced.kept_bytes() {
+            0 => 1.0 / tollgate_governance::tokens::ESTIMATE_BYTES_PER_TOKEN as f64,
+            n => kept as f64 / n as f64,
+        };
+        kept + (dropped as f64 * per_byte).ceil() as u64
     }
 }
 
@@ -125,6 +136,21 @@ mod tests {
         off.event(b"data: {\"choices\":[{\"delta\":{\"content\":\"abcd\"}}]}\n\n");
         assert!(off.produced_nothing());
         assert_eq!(off.prompt_tokens("local-llama"), 0);
+    }
+
+    #[test]
+    fn a_long_stream_is_counted_past_what_it_keeps() {
+        let body = chat("hi");
+        let mut u = Unreported::new(true, &body, Endpoint::ChatCompletions);
+        let kept = tollgate_protocol::produced::KEPT_STREAM_BYTES;
+        for _ in 0..(kept / 8 + 100) {
+            u.event(b"data: {\"choices\":[{\"delta\":{\"content\":\"abcdefgh\"}}]}\n\n");
+        }
+        // bytes/4: 2 tokens per delta, kept or not
+        assert_eq!(
+            u.completion_tokens("local-llama"),
+            (kept as u64 / 8 + 100) * 2
+        );
     }
 
     #[test]
