@@ -5,6 +5,7 @@
 //!   as raw JSON slices, re-serialize with the model rewritten and gateway-only fields removed).
 //! - [`error`]: error envelopes in each client dialect (OpenAI, Anthropic).
 //! - [`usage`]: the usage numbers the gateway needs from a response or stream.
+//! - [`produced`]: the generated text of an answer, for one whose usage leaves tokens out.
 //! - [`model_name`]: which model names the gateway accepts, and the wildcard rule of every
 //!   model list.
 
@@ -12,6 +13,7 @@ pub mod body;
 pub mod error;
 mod json_scan;
 pub mod model_name;
+pub mod produced;
 pub mod sse;
 pub mod usage;
 

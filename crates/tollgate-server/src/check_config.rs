@@ -1,6 +1,7 @@
 //! `tollgate check-config PATH [--connect]`: what the gateway would run with, read from a config
 //! without serving it. Prints the model groups and deployments (secrets masked), the settings
-//! and routing settings in effect with where each came from, and the governance store; with
+//! and routing settings in effect with where each came from, the governance store and where
+//! prices come from (every deployment that would record $0 named: [`crate::gate::unpriced`]); with
 //! `--connect` it also tries the store (connects; for Postgres that also proves the database
 //! exists and the credentials are accepted), nothing created or written.
 //!
@@ -50,10 +51,13 @@ pub fn run(
     connect: bool,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> ExitCode {
-    if let Err(e) = AppState::build(loaded, env) {
-        eprintln!("error: invalid config: {e}");
-        return ExitCode::from(2);
-    }
+    let state = match AppState::build(loaded, env) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: invalid config: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let (text, store) = match report(loaded, path, env) {
         Ok(r) => r,
         Err(e) => {
@@ -62,6 +66,17 @@ pub fn run(
         }
     };
     print!("{text}");
+    // prices matter only where spend is metered (governance on)
+    if store.is_some() {
+        let router = state.router.load();
+        match crate::gate::unpriced::check_config_section(&loaded.config, &router, env) {
+            Ok(prices) => print!("{prices}"),
+            Err(e) => {
+                eprintln!("error: invalid config: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if connect {
         let tried = match &store {
             None => Ok("nothing to connect to (governance is off)".to_owned()),

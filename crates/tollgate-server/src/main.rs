@@ -258,6 +258,9 @@ fn run(cli: Cli) -> ExitCode {
                         return ExitCode::FAILURE;
                     }
                 };
+            if let Some(w) = tollgate_server::gate::unpriced::warning(&gate.unpriced(&state.router.load())) {
+                tracing::warn!("{w}");
+            }
             Arc::new(state.with_gate(gate).with_admin(admin))
         } else {
             Arc::new(state)

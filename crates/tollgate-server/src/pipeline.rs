@@ -52,6 +52,7 @@ use tollgate_translate::{
 
 use crate::errors::GatewayError;
 use crate::gate::facts;
+use crate::gate::unreported::Unreported;
 use crate::headers::{
     CallHeaders, X_LITELLM_ATTEMPTED_FALLBACKS, X_LITELLM_ATTEMPTED_RETRIES, X_LITELLM_NUM_RETRIES,
     X_LITELLM_STREAM_TIMEOUT, X_LITELLM_TIMEOUT, forward_upstream,
@@ -475,11 +476,7 @@ impl Governed<'_> {
         );
         let key = self.principal.map(|p| &p.key);
         let log = SpendLogRow {
-            request_id: if a.seq == 0 {
-                a.call_id.to_owned()
-            } else {
-                format!("{}-attempt-{}", a.call_id, a.seq)
-            },
+            request_id: tollgate_governance::store::attempt_id(a.call_id, a.seq),
             call_type: endpoint.call_type().to_owned(),
             api_key: key.map_or_else(
                 || {
@@ -758,6 +755,7 @@ async fn attempt_once(
         ended: started,
         started_at,
         events_out: 0,
+        unreported: Unreported::new(charge.is_some(), body, endpoint),
         charge,
         response_id: None,
     };
@@ -946,6 +944,7 @@ async fn attempt_once(
                 } else {
                     openai_response_usage(&body)
                 };
+                record.unreported.answer(&body, record.usage);
             }
             if status.is_success()
                 && let Relay::Pass(Passthrough::Responses) = relay

@@ -531,7 +531,7 @@ async fn a_midstream_error_is_recorded_as_failed_with_the_usage_seen_so_far() {
     let gw = GovGateway::start(&config(&m.base_url(), "  num_retries: 0\n"));
     let (key, hash) = generate_key(&gw, json!({})).await;
     // Anthropic reports its input (and 1 output token) in message_start: that usage stands,
-    // with the completion at least the content events relayed (B: one token each).
+    // with the completion at least the tokens of the text deltas relayed.
     script(
         &m,
         "solo-claude",
@@ -552,7 +552,8 @@ async fn a_midstream_error_is_recorded_as_failed_with_the_usage_seen_so_far() {
         (id.as_str(), status.as_str(), p),
         ("solo-claude", "failure", 700)
     );
-    // message_start, content_block_start, ping and two deltas were relayed before the error.
-    assert_eq!(c, 5, "{logged:?}");
-    assert!(same_dollars(spend, 700.0 * IN + 5.0 * OUT), "{logged:?}");
+    // "a" and "b" were relayed before the error: 1 token (bytes / 4), not the 5 events
+    // (message_start, content_block_start and ping carry no output).
+    assert_eq!(c, 1, "{logged:?}");
+    assert!(same_dollars(spend, 700.0 * IN + OUT), "{logged:?}");
 }

@@ -10,6 +10,18 @@
 //! Token prices are **USD per 1M tokens** (as the providers' price pages state them) and are
 //! divided by 1e6 on load; `per_request` is USD. A key without `/` is registered both as given
 //! and as `<provider>/<key>`.
+//!
+//! Sources (the file's `sources` member; standard tier, prompts up to 200K tokens): OpenAI's
+//! pricing page <https://platform.openai.com/docs/pricing> and model pages
+//! <https://platform.openai.com/docs/models> (each dated snapshot, `gpt-4o-2024-08-06`, priced
+//! as the page lists it, older snapshots at their own price: `gpt-4o-2024-05-13` is 5 / 15);
+//! Anthropic's pricing page <https://docs.anthropic.com/en/docs/about-claude/pricing> with the
+//! model ids and aliases of <https://docs.anthropic.com/en/docs/about-claude/models/overview>
+//! (`claude-sonnet-4-20250514`, `claude-3-5-sonnet-latest`, ...; `cache_write` is the 5-minute
+//! write price); Google's <https://ai.google.dev/gemini-api/docs/pricing>, Mistral's
+//! <https://mistral.ai/pricing#api-pricing>, Groq's <https://groq.com/pricing>. A model missing
+//! here is priced by a LiteLLM-format map (`LITELLM_MODEL_COST_MAP_URL`) or the deployment's
+//! own `*_cost_per_token`; with neither, the gateway says so at start and in `check-config`.
 
 use std::collections::BTreeMap;
 
@@ -48,7 +60,8 @@ struct Entry {
 const PER_MILLION: f64 = 1_000_000.0;
 
 impl PriceTable {
-    /// Tollgate's built-in table (OpenAI, Anthropic, Gemini, Mistral, Groq models).
+    /// Tollgate's built-in table (OpenAI and Anthropic models with their dated snapshot ids and
+    /// aliases; Gemini, Mistral and Groq models).
     pub fn builtin() -> Self {
         // The file is compiled in and covered by a test, so parsing cannot fail at run time;
         // fall back to an empty table rather than panic if it ever did.
@@ -139,6 +152,40 @@ mod tests {
         };
         // 500·3e-6 + 1000·0.3e-6 + 500·3.75e-6 + 100·15e-6 = 0.0015+0.0003+0.001875+0.0015
         close(cost(&u, s), 0.005175);
+    }
+
+    /// Dated snapshot ids and aliases that clients send, each at its family's price (USD per
+    /// 1M tokens: input, output).
+    #[test]
+    fn dated_ids_and_aliases_are_priced() {
+        let t = PriceTable::builtin();
+        for (provider, model, input, output) in [
+            ("anthropic", "claude-sonnet-4-20250514", 3.0, 15.0),
+            ("anthropic", "claude-3-5-sonnet-20241022", 3.0, 15.0),
+            ("anthropic", "claude-3-5-sonnet-latest", 3.0, 15.0),
+            ("anthropic", "claude-3-7-sonnet-20250219", 3.0, 15.0),
+            ("anthropic", "claude-sonnet-4-5-20250929", 3.0, 15.0),
+            ("anthropic", "claude-opus-4-1-20250805", 15.0, 75.0),
+            ("anthropic", "claude-opus-4-5-20251101", 5.0, 25.0),
+            ("anthropic", "claude-3-5-haiku-20241022", 0.8, 4.0),
+            ("anthropic", "claude-haiku-4-5-20251001", 1.0, 5.0),
+            ("openai", "gpt-4o-2024-08-06", 2.5, 10.0),
+            ("openai", "gpt-4o-2024-05-13", 5.0, 15.0),
+            ("openai", "gpt-4o-mini-2024-07-18", 0.15, 0.6),
+            ("openai", "gpt-4.1-2025-04-14", 2.0, 8.0),
+            ("openai", "gpt-5-2025-08-07", 1.25, 10.0),
+            ("openai", "o3-2025-04-16", 2.0, 8.0),
+            ("openai", "chatgpt-4o-latest", 5.0, 15.0),
+        ] {
+            let p = t
+                .lookup(Some(provider), model)
+                .unwrap_or_else(|| panic!("{provider}/{model} is priced"));
+            close(p.input_per_token, input / PER_MILLION);
+            close(p.output_per_token, output / PER_MILLION);
+            assert_eq!(p.provider.as_deref(), Some(provider), "{model}");
+            // also as LiteLLM names it in a deployment's `model`
+            assert!(t.lookup(None, &format!("{provider}/{model}")).is_some());
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //! oldest (5-column) schema, a row LiteLLM wrote (NULL `endpoint`) for the same (entity, date,
 //! key, model, provider) makes the upsert fail on LiteLLM's index, not ours.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use rand::RngCore;
@@ -200,14 +200,6 @@ pub(crate) fn create_index_sql() -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// The rows of `rows` that the database inserted, given the `request_id`s its
-/// `INSERT … RETURNING "request_id"` returned: for an id repeated within the batch, its first
-/// occurrence (the one `ON CONFLICT DO NOTHING` kept).
-pub(crate) fn inserted_rows(rows: &[SpendLogRow], returned: Vec<String>) -> Vec<&SpendLogRow> {
-    let mut left: HashSet<String> = returned.into_iter().collect();
-    rows.iter().filter(|r| left.remove(&r.request_id)).collect()
 }
 
 /// One multi-row upsert: SQL with `?` placeholders and its values in order.
@@ -570,18 +562,6 @@ mod tests {
         assert_eq!(usage_tokens(&m, "cache_read_input_tokens"), 5);
         assert_eq!(usage_tokens(&m, "cache_creation_input_tokens"), 3);
         assert_eq!(usage_tokens(&Value::Null, "cache_read_input_tokens"), 0);
-    }
-
-    #[test]
-    fn first_occurrence_of_a_returned_id_counts_once() {
-        let rows = vec![
-            row("a", "u1", "2026-03-14T10:00:00Z", 1.0, "success"),
-            row("b", "u1", "2026-03-14T10:00:00Z", 2.0, "success"),
-            row("a", "u1", "2026-03-14T10:00:00Z", 4.0, "success"),
-        ];
-        let got = inserted_rows(&rows, vec!["a".into()]);
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].spend, 1.0);
     }
 
     #[test]

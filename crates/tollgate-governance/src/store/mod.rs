@@ -20,6 +20,7 @@ mod postgres;
 pub mod probe;
 pub mod schema;
 pub mod secret_box;
+mod spend_ids;
 mod sqlite;
 mod writer;
 
@@ -37,6 +38,7 @@ pub use model_window::{MODEL_BUDGET_WINDOW, ModelBudgetWindow};
 pub use models::ProxyModel;
 pub use postgres::PostgresStore;
 pub use secret_box::{SecretBox, SecretBoxError};
+pub use spend_ids::attempt_id;
 pub use sqlite::SqliteStore;
 pub use writer::{FlushStats, SpendLogQueue, WriteBehind};
 
@@ -146,9 +148,11 @@ pub trait GovernanceStore: Send + Sync + 'static {
     async fn delete_tags(&self, names: &[String]) -> Result<u64, StoreError>;
     /// Writes a batch of spend counters (absolute `spend`, `budget_reset_at`) in one transaction.
     async fn write_spend(&self, updates: &[SpendSnapshot]) -> Result<(), StoreError>;
-    /// Inserts a batch of spend-log rows in one transaction; a row whose `request_id` exists is
-    /// skipped (idempotent retries). In the same transaction, the rows actually inserted are
-    /// added to LiteLLM's daily roll-ups (`"LiteLLM_Daily{User,Team,Organization,EndUser,Tag}Spend"`,
+    /// Inserts a batch of spend-log rows in one transaction, each attempt exactly once however
+    /// often the batch is retried: a row whose `request_id` another call already wrote (an
+    /// upstream repeating its response ids) is stored under its [`attempt_id`] instead, one
+    /// whose own attempt is stored is skipped (see `spend_ids.rs`). In the same transaction,
+    /// the rows actually inserted are added to LiteLLM's daily roll-ups (`"LiteLLM_Daily{User,Team,Organization,EndUser,Tag}Spend"`,
     /// see `daily.rs`). Returns rows inserted.
     async fn insert_spend_logs(&self, rows: &[SpendLogRow]) -> Result<u64, StoreError>;
     /// Reads spend-log rows, newest first.
@@ -242,5 +246,7 @@ pub(crate) fn spend_target(scope: &ScopeKey) -> Option<SpendTarget> {
 mod model_spend_tests;
 #[cfg(test)]
 mod pg_tests;
+#[cfg(test)]
+mod spend_ids_tests;
 #[cfg(test)]
 mod tests;

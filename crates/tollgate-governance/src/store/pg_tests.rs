@@ -174,3 +174,13 @@ async fn pg_model_spend_is_merged_per_model() {
     s.pool().close().await;
     drop_schema(&url, &schema).await;
 }
+
+#[tokio::test]
+async fn pg_repeated_response_ids_keep_every_attempt() {
+    let Some((s, url, schema)) = pg_store("repeated_ids").await else {
+        return;
+    };
+    super::spend_ids_tests::repeated_response_ids_case(&s, &s).await;
+    s.pool().close().await;
+    drop_schema(&url, &schema).await;
+}

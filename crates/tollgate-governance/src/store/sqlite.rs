@@ -1,5 +1,7 @@
 //! [`SqliteStore`]: the embedded default — one SQLite file, LiteLLM's table and column names.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -13,6 +15,7 @@ use super::model_window;
 use super::models::{self, ProxyModel};
 use super::schema::{self, Dialect, TABLES, Table};
 use super::secret_box::SecretBox;
+use super::spend_ids;
 use super::{
     GovernanceStore, Snapshot, SpendLogFilter, StoreError, model_spend_target, spend_target,
 };
@@ -208,6 +211,68 @@ impl GetCol for RowGet<'_> {
             None => Ok(None),
         }
     }
+}
+
+/// Inserts spend-log rows (`ON CONFLICT DO NOTHING`) in multi-row statements of bounded,
+/// power-of-two sizes; returns the `request_id`s inserted.
+async fn insert_log_rows(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    rows: &[SpendLogRow],
+) -> Result<Vec<String>, StoreError> {
+    let t = &schema::SPEND_LOGS;
+    let mut inserted: Vec<String> = Vec::with_capacity(rows.len());
+    let mut rest = rows;
+    for size in schema::statement_sizes(rows.len(), t.rows_per_statement(999)) {
+        let (chunk, tail) = rest.split_at(size);
+        rest = tail;
+        let sql = format!(
+            "{} RETURNING \"request_id\"",
+            t.insert_many_sql(chunk.len(), "request_id")
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql));
+        for r in chunk {
+            for v in r.to_row() {
+                q = bind(q, v);
+            }
+        }
+        for row in q.fetch_all(&mut **tx).await? {
+            inserted.push(row.try_get::<String, _>(0)?);
+        }
+    }
+    Ok(inserted)
+}
+
+/// The attempt ([`spend_ids::row_attempt_id`]) of the stored row under each of `ids`.
+async fn log_owners(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    ids: &[String],
+) -> Result<HashMap<String, Option<String>>, StoreError> {
+    let mut owners = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(900) {
+        let sql = format!(
+            "SELECT \"request_id\", \"litellm_call_id\", \"metadata\" FROM \"LiteLLM_SpendLogs\" WHERE \"request_id\" IN ({})",
+            vec!["?"; chunk.len()].join(", ")
+        );
+        let mut q = sqlx::query(AssertSqlSafe(sql)).persistent(false);
+        for id in chunk {
+            q = q.bind(id);
+        }
+        for row in q.fetch_all(&mut **tx).await? {
+            let g = RowGet(&row);
+            let stored = SpendLogRow {
+                request_id: g.text("request_id")?.unwrap_or_default(),
+                litellm_call_id: g.text("litellm_call_id")?,
+                // an unreadable metadata column names no attempt (0)
+                metadata: g.json("metadata").unwrap_or(Value::Null),
+                ..SpendLogRow::default()
+            };
+            owners.insert(
+                stored.request_id.clone(),
+                spend_ids::row_attempt_id(&stored),
+            );
+        }
+    }
+    Ok(owners)
 }
 
 #[async_trait]
@@ -413,32 +478,22 @@ impl GovernanceStore for SqliteStore {
     }
 
     async fn insert_spend_logs(&self, rows: &[SpendLogRow]) -> Result<u64, StoreError> {
-        let t = &schema::SPEND_LOGS;
-        let per = t.rows_per_statement(999);
         let mut tx = self.pool.begin().await?;
-        // ids the database inserted (a duplicate `request_id` is skipped and not returned), so
-        // the daily roll-ups below count each request once
-        let mut inserted: Vec<String> = Vec::with_capacity(rows.len());
-        let mut rest = rows;
-        for size in schema::statement_sizes(rows.len(), per) {
-            let (chunk, tail) = rest.split_at(size);
-            rest = tail;
-            let sql = format!(
-                "{} RETURNING \"request_id\"",
-                t.insert_many_sql(chunk.len(), "request_id")
-            );
-            let mut q = sqlx::query(AssertSqlSafe(sql));
-            for r in chunk {
-                for v in r.to_row() {
-                    q = bind(q, v);
-                }
-            }
-            for row in q.fetch_all(&mut *tx).await? {
-                inserted.push(row.try_get::<String, _>(0)?);
-            }
+        // Rows under a `request_id` another call wrote go in again under their attempt id
+        // (`spend_ids`); the daily roll-ups count the rows actually inserted, each once.
+        let returned = insert_log_rows(&mut tx, rows).await?;
+        let (mut new_rows, skipped) = spend_ids::split_inserted(rows, returned);
+        let rekeyed = if skipped.is_empty() {
+            Vec::new()
+        } else {
+            let owners = log_owners(&mut tx, &spend_ids::taken_ids(rows, &skipped)).await?;
+            spend_ids::rekeyed(rows, &skipped, &owners)
+        };
+        if !rekeyed.is_empty() {
+            let returned = insert_log_rows(&mut tx, &rekeyed).await?;
+            new_rows.extend(spend_ids::split_inserted(&rekeyed, returned).0);
         }
-        let n = inserted.len() as u64;
-        let new_rows = daily::inserted_rows(rows, inserted);
+        let n = new_rows.len() as u64;
         for up in daily::upserts(&new_rows, 999, Utc::now()) {
             // not cached: row counts vary per flush and per table, and the statement cache is
             // kept for the spend-log and entity statements

@@ -10,6 +10,8 @@ pub mod facts;
 pub mod models;
 pub mod sink;
 pub mod storage;
+pub mod unpriced;
+pub mod unreported;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -105,11 +107,7 @@ impl Gate {
             );
         }
         let write_behind = Arc::new(gov.write_behind(WRITE_BATCH));
-        let pricing = config
-            .model_list
-            .iter()
-            .map(|e| (e.deployment_id(), deployment_pricing(e)))
-            .collect();
+        let pricing = config_pricing(config);
         Ok(Gate {
             gov,
             write_behind,
@@ -140,13 +138,39 @@ impl Gate {
                 stored.get(&dep.id)
             }
         };
-        let model = p
-            .and_then(|p| p.base_model.as_deref())
-            .unwrap_or(upstream_model);
-        let none = PriceOverrides::default();
-        let overrides = p.map_or(&none, |p| &p.overrides);
-        self.gov.price(Some(dep.provider.name), model, overrides)
+        price_with(self.gov.prices(), p, dep, upstream_model)
     }
+
+    /// The deployments of `router` (config and stored ones) spend through which is recorded
+    /// as $0 ([`unpriced`]).
+    pub fn unpriced(&self, router: &tollgate_router::Router) -> Vec<unpriced::Unpriced> {
+        unpriced::unpriced(router, |d| self.price_for(d, &d.upstream_model).is_some())
+    }
+}
+
+/// The price of `upstream_model` on `dep` in `table`, with the deployment's pricing `p`
+/// (`model_info.base_model` looked up instead when set; `*_cost_per_token` overrides on top).
+fn price_with(
+    table: &PriceTable,
+    p: Option<&DeploymentPricing>,
+    dep: &Deployment,
+    upstream_model: &str,
+) -> Option<ModelPrice> {
+    let model = p
+        .and_then(|p| p.base_model.as_deref())
+        .unwrap_or(upstream_model);
+    let none = PriceOverrides::default();
+    let overrides = p.map_or(&none, |p| &p.overrides);
+    table.price_for(Some(dep.provider.name), model, overrides)
+}
+
+/// The pricing of every config deployment, by deployment id.
+fn config_pricing(config: &Config) -> HashMap<String, DeploymentPricing> {
+    config
+        .model_list
+        .iter()
+        .map(|e| (e.deployment_id(), deployment_pricing(e)))
+        .collect()
 }
 
 impl Gate {

@@ -1,11 +1,14 @@
 //! [`GovernedSink`]: settles each attempt exactly once with what it produced, and queues its
 //! spend-log row (written behind in batches).
 //!
-//! Billing policy (issue: governance, point 4):
+//! Billing policy (the same bill for every caller, budget or not):
 //! - complete answers: the provider's final cumulative usage (one record per attempt, B10);
-//! - a stream cut off by the client, or failing mid-way: the usage seen so far, with
-//!   completion tokens at least the number of content events relayed (each streamed delta
-//!   carries ≥ 1 token) and prompt tokens at least the admission count;
+//!   tokens it leaves out (no `usage` at all, or a count of 0) are counted
+//!   ([`super::unreported`]): the prompt from the request, the completion from the text
+//!   produced;
+//! - a stream cut off by the client, or failing mid-way: the usage seen so far, the prompt
+//!   counted when it lacks it, and completion tokens at least those of the content deltas
+//!   relayed;
 //! - a failed attempt with no usage (upstream error before any output): nothing billed, the
 //!   reservation released.
 
@@ -70,24 +73,25 @@ pub fn billed_usage(r: &CallRecord, charge: &Charge) -> Option<Usage> {
         reasoning_tokens: u.reasoning_tokens,
     });
     let cut_off = r.client_disconnected || r.upstream_failed;
-    if !cut_off {
-        return match reported {
-            Some(u) => Some(u),
-            // a success without usage: the prompt as counted at admission
-            None if r.status < 400 => Some(Usage::new(
-                charge.reservation.estimate().prompt_tokens,
-                r.events_out,
-            )),
-            None => None,
-        };
+    if !cut_off && r.status >= 400 {
+        return reported;
     }
-    if reported.is_none() && r.events_out == 0 && r.first_byte.is_none() {
+    if cut_off && reported.is_none() && r.unreported.produced_nothing() && r.first_byte.is_none() {
         return None;
     }
     let mut u = reported.unwrap_or_default();
-    u.prompt_tokens = u
-        .prompt_tokens
-        .max(charge.reservation.estimate().prompt_tokens);
-    u.completion_tokens = u.completion_tokens.max(r.events_out);
+    if u.prompt_tokens == 0 {
+        // the admission count when there was one: the same count, already paid for
+        u.prompt_tokens = match charge.reservation.estimate().prompt_tokens {
+            0 => r.unreported.prompt_tokens(&r.upstream_model),
+            n => n,
+        };
+    }
+    if cut_off {
+        let produced = r.unreported.completion_tokens(&r.upstream_model);
+        u.completion_tokens = u.completion_tokens.max(produced);
+    } else if u.completion_tokens == 0 {
+        u.completion_tokens = r.unreported.completion_tokens(&r.upstream_model);
+    }
     Some(u)
 }

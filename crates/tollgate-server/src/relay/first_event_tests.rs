@@ -183,6 +183,7 @@ fn record() -> CallRecord {
         ended: now,
         started_at: chrono::Utc::now(),
         events_out: 0,
+        unreported: Default::default(),
         charge: None,
         response_id: None,
     }

@@ -68,7 +68,8 @@ pub struct CallRecord {
     pub ended: Instant,
     /// Wall-clock time of `started` (spend logs).
     pub started_at: DateTime<Utc>,
-    /// SSE events relayed to the client (bills output of a stream cut off before its usage).
+    /// SSE events relayed to the client (content or not; the billed output of a stream cut
+    /// off before its usage is counted from its content, [`Self::unreported`]).
     pub events_out: u64,
     /// The admitted attempt to settle (governance on).
     pub charge: Option<Charge>,
@@ -76,6 +77,8 @@ pub struct CallRecord {
     /// translated answer's own): the spend-log `request_id`, as LiteLLM keys its rows
     /// (litellm-surface §6.3), so `/spend/logs?request_id=<id in the answer>` finds the row.
     pub response_id: Option<String>,
+    /// What settlement counts tokens from when the usage leaves them out (governed calls).
+    pub unreported: crate::gate::unreported::Unreported,
 }
 
 /// The response id in a JSON answer or stream event: top-level `id`, else `message.id`

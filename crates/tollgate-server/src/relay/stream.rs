@@ -143,6 +143,10 @@ impl StreamRelay {
         if self.saw_end {
             return;
         }
+        if let Some(r) = self.record.as_mut() {
+            // the generated text, for a stream whose usage never comes (governed calls only)
+            r.unreported.event(&ev.raw);
+        }
         let before = self.queue.len();
         let mut failed = false;
         if let Step::End { failed: f } = self.handler.on_event(ev, &mut self.queue) {
@@ -286,6 +290,7 @@ mod tests {
             ended: now,
             started_at: chrono::Utc::now(),
             events_out: 0,
+            unreported: Default::default(),
             charge: None,
             response_id: None,
         }
