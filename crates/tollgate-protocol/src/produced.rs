@@ -19,12 +19,18 @@
 //! Only string values count (`"content": [...]` of an Anthropic body and `"content": null` of a
 //! tool-call message are a container and nothing), at any depth; within one event or body they
 //! are appended key by key (a body's `text` blocks, then its `thinking`), events in the order
-//! they came. Per event this costs a few vectorised substring searches, on governed streams
-//! only. A key spelled with escapes (`"cont\u0065nt"`) is not recognised: the text is an
+//! they came. A stream's events are not read as they pass: up to [`HELD_EVENT_BYTES`] of them
+//! are held (reference-counted handles on the bytes already received, no copy) and read only
+//! when settlement asks for the text, which it does only when the usage leaves tokens out; a
+//! longer stream's events are read as they come from then on (a few vectorised substring
+//! searches per event), so what is kept stays bounded. A key spelled with escapes (`"cont\u0065nt"`) is not recognised: the text is an
 //! estimate of what was billed nowhere else, never a replacement for a usage the provider
 //! reported.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
+
+use bytes::Bytes;
 
 use memchr::memchr2;
 use memchr::memmem::{self, Finder};
@@ -74,6 +80,11 @@ static BODY_KEYS: Keys = LazyLock::new(|| {
 /// bounded buffer; the count extrapolates from the kept text.
 pub const KEPT_STREAM_BYTES: usize = 8 << 10;
 
+/// Raw bytes of stream events held unread (see the module docs): a stream this short whose
+/// provider reports its usage costs no reading at all. Past it, the held events are read and
+/// every later one is read as it comes.
+pub const HELD_EVENT_BYTES: usize = 32 << 10;
+
 /// Generated text seen in an answer (see the module docs). Empty until something is fed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducedText {
@@ -81,11 +92,52 @@ pub struct ProducedText {
     escaped: Vec<u8>,
     /// Escaped bytes of stream deltas not kept (past [`KEPT_STREAM_BYTES`]).
     dropped: u64,
+    /// Stream events not read yet, in order, at most [`HELD_EVENT_BYTES`] in all.
+    held: Vec<Bytes>,
+    /// Their length in bytes.
+    held_bytes: usize,
+    /// Set once the stream outgrew [`HELD_EVENT_BYTES`]: events are read as they come.
+    reading: bool,
 }
 
 impl ProducedText {
-    /// Adds the generated text of one SSE event (its raw bytes: `event:` and `data:` lines).
-    pub fn feed_event(&mut self, event: &[u8]) {
+    /// Adds one SSE event (its raw bytes: `event:` and `data:` lines): held, or read when the
+    /// stream is past [`HELD_EVENT_BYTES`].
+    pub fn feed_event(&mut self, event: &Bytes) {
+        if !self.reading {
+            if self.held_bytes + event.len() <= HELD_EVENT_BYTES {
+                self.held_bytes += event.len();
+                self.held.push(event.clone());
+                return;
+            }
+            self.reading = true;
+            for held in std::mem::take(&mut self.held) {
+                self.read_event(&held);
+            }
+            self.held_bytes = 0;
+        }
+        self.read_event(event);
+    }
+
+    /// This text with every held event read: borrowed when none is held (settlement reads
+    /// it once, then asks the view for [`Self::text`], [`Self::kept_bytes`], ...).
+    pub fn read(&self) -> Cow<'_, Self> {
+        if self.held.is_empty() {
+            return Cow::Borrowed(self);
+        }
+        let mut all = Self {
+            escaped: self.escaped.clone(),
+            dropped: self.dropped,
+            ..Self::default()
+        };
+        for held in &self.held {
+            all.read_event(held);
+        }
+        Cow::Owned(all)
+    }
+
+    /// Captures the generated text of one SSE event.
+    fn read_event(&mut self, event: &[u8]) {
         let keys: &Keys = match event_name(event) {
             None | Some(b"message") => &CHUNK_KEYS,
             Some(b"content_block_delta") => &ANTHROPIC_DELTA_KEYS,
@@ -111,32 +163,37 @@ impl ProducedText {
         });
     }
 
-    /// True when nothing was captured.
+    /// True when nothing was captured (held events read first).
     pub fn is_empty(&self) -> bool {
-        self.escaped.is_empty() && self.dropped == 0
+        let all = self.read();
+        all.escaped.is_empty() && all.dropped == 0
     }
 
-    /// Escaped bytes kept (what [`Self::text`] unescapes).
+    /// Escaped bytes kept (what [`Self::text`] unescapes; held events read first).
     pub fn kept_bytes(&self) -> usize {
-        self.escaped.len()
+        self.read().escaped.len()
     }
 
-    /// Escaped bytes of stream text past [`KEPT_STREAM_BYTES`], counted but not kept.
+    /// Escaped bytes of stream text past [`KEPT_STREAM_BYTES`], counted but not kept (held
+    /// events read first).
     pub fn dropped_bytes(&self) -> u64 {
-        self.dropped
+        self.read().dropped
     }
 
-    /// The text captured, unescaped (invalid escapes and bytes replaced, never an error).
+    /// The text captured, unescaped (invalid escapes and bytes replaced, never an error; held
+    /// events read first).
     pub fn text(&self) -> String {
-        if !self.escaped.contains(&b'\\') {
-            return String::from_utf8_lossy(&self.escaped).into_owned();
+        let all = self.read();
+        let escaped = &all.escaped;
+        if !escaped.contains(&b'\\') {
+            return String::from_utf8_lossy(escaped).into_owned();
         }
-        let mut quoted = Vec::with_capacity(self.escaped.len() + 2);
+        let mut quoted = Vec::with_capacity(escaped.len() + 2);
         quoted.push(b'"');
-        quoted.extend_from_slice(&self.escaped);
+        quoted.extend_from_slice(escaped);
         quoted.push(b'"');
         serde_json::from_slice::<String>(&quoted)
-            .unwrap_or_else(|_| String::from_utf8_lossy(&self.escaped).into_owned())
+            .unwrap_or_else(|_| String::from_utf8_lossy(escaped).into_owned())
     }
 }
 
@@ -206,7 +263,7 @@ mod tests {
     fn of_events(events: &[&str]) -> String {
         let mut p = ProducedText::default();
         for e in events {
-            p.feed_event(e.as_bytes());
+            p.feed_event(&Bytes::copy_from_slice(e.as_bytes()));
         }
         p.text()
     }
@@ -292,7 +349,7 @@ mod tests {
         let mut p = ProducedText::default();
         let delta = "data: {\"choices\":[{\"delta\":{\"content\":\"abcdefgh\"}}]}\n\n";
         for _ in 0..(KEPT_STREAM_BYTES / 8 + 100) {
-            p.feed_event(delta.as_bytes());
+            p.feed_event(&Bytes::from_static(delta.as_bytes()));
         }
         assert_eq!(p.kept_bytes(), KEPT_STREAM_BYTES);
         assert_eq!(p.dropped_bytes(), 800);
@@ -313,7 +370,7 @@ mod tests {
             for piece in &pieces {
                 let chunk = serde_json::json!({"id": "c", "note": piece, "choices": [{"index": 0,
                     "delta": {"content": piece}, "logprobs": {"content": [{"token": piece}]}}]});
-                events.feed_event(format!("data: {chunk}\n\n").as_bytes());
+                events.feed_event(&Bytes::from(format!("data: {chunk}\n\n")));
                 let answer = serde_json::json!({"id": "c", "choices": [{"message":
                     {"role": "assistant", "content": piece, "refusal": null}}], "x": piece});
                 let text = if pretty {

@@ -57,8 +57,9 @@ impl Unreported {
         }
     }
 
-    /// One stream event relayed to the client (its raw upstream bytes).
-    pub fn event(&mut self, raw: &[u8]) {
+    /// One stream event relayed to the client (its raw upstream bytes; held by reference
+    /// and read only if settlement needs it, [`ProducedText::feed_event`]).
+    pub fn event(&mut self, raw: &Bytes) {
         if self.request.is_some() {
             self.produced.feed_event(raw);
         }
@@ -83,16 +84,17 @@ impl Unreported {
     /// Tokens of the generated text, counted for `upstream_model`; a stream's text past
     /// [`tollgate_protocol::produced::KEPT_STREAM_BYTES`] at the kept text's tokens per byte.
     pub fn completion_tokens(&self, upstream_model: &str) -> u64 {
-        if self.produced.is_empty() {
+        let produced = self.produced.read();
+        if produced.is_empty() {
             return 0;
         }
         let enc = Encoding::for_model(upstream_model);
-        let kept = enc.count(&self.produced.text());
-        let dropped = self.produced.dropped_bytes();
+        let kept = enc.count(&produced.text());
+        let dropped = produced.dropped_bytes();
         if dropped == 0 {
             return kept;
         }
-        let per_byte = match self.produced.kept_bytes() {
+        let per_byte = match produced.kept_bytes() {
             0 => 1.0 / tollgate_governance::tokens::ESTIMATE_BYTES_PER_TOKEN as f64,
             n => kept as f64 / n as f64,
         };
@@ -133,7 +135,9 @@ mod tests {
         assert_eq!(u.completion_tokens("local-llama"), 7);
         let mut off = Unreported::new(false, &body, Endpoint::ChatCompletions);
         off.answer(answer, None);
-        off.event(b"data: {\"choices\":[{\"delta\":{\"content\":\"abcd\"}}]}\n\n");
+        off.event(&Bytes::from_static(
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"abcd\"}}]}\n\n",
+        ));
         assert!(off.produced_nothing());
         assert_eq!(off.prompt_tokens("local-llama"), 0);
     }
@@ -144,7 +148,9 @@ mod tests {
         let mut u = Unreported::new(true, &body, Endpoint::ChatCompletions);
         let kept = tollgate_protocol::produced::KEPT_STREAM_BYTES;
         for _ in 0..(kept / 8 + 100) {
-            u.event(b"data: {\"choices\":[{\"delta\":{\"content\":\"abcdefgh\"}}]}\n\n");
+            u.event(&Bytes::from_static(
+                b"data: {\"choices\":[{\"delta\":{\"content\":\"abcdefgh\"}}]}\n\n",
+            ));
         }
         // bytes/4: 2 tokens per delta, kept or not
         assert_eq!(

@@ -205,15 +205,22 @@ fn transport(e: &UpstreamError, client_shortened: bool) -> (GatewayError, Failur
     (GatewayError::from_upstream(e, client_shortened), class)
 }
 
-/// The lines of one event (`\n`, `\r\n` or `\r` ends; empty pieces between `\r\n` are
-/// harmless to the callers).
-fn lines(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
-    raw.split(|b| *b == b'\n' || *b == b'\r')
-}
-
 /// Whether the event has a `data:` line (comments and bare `event:` lines do not count).
 fn has_data(raw: &[u8]) -> bool {
-    lines(raw).any(|l| l.starts_with(b"data:"))
+    line_with(raw, b"data:").is_some()
+}
+
+/// The first line of `raw` that starts with `prefix`, from just after it to the line's end
+/// (`\n` or `\r`; a `\r\n` pair leaves an empty line between, which no prefix matches),
+/// found by a vectorised search for each line end.
+fn line_with<'a>(raw: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    let mut rest = raw;
+    loop {
+        if let Some(v) = rest.strip_prefix(prefix) {
+            return Some(&v[..memchr::memchr2(b'\n', b'\r', v).unwrap_or(v.len())]);
+        }
+        rest = &rest[memchr::memchr2(b'\n', b'\r', rest)? + 1..];
+    }
 }
 
 /// Whether [`peek`] holds the event back: a comment-only event, or one that carries nothing a
@@ -225,9 +232,7 @@ fn held(ev: &RawEvent) -> bool {
 
 /// The value of the event's `event:` line, `b""` without one.
 pub(super) fn event_field(raw: &[u8]) -> &[u8] {
-    lines(raw)
-        .find_map(|l| l.strip_prefix(b"event:"))
-        .map_or(b"", |v| v.strip_prefix(b" ").unwrap_or(v))
+    line_with(raw, b"event:").map_or(b"", |v| v.strip_prefix(b" ").unwrap_or(v))
 }
 
 /// Whether one SSE event reports an upstream error, by its bytes alone: an `event: error` or

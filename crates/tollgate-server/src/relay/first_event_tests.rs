@@ -13,6 +13,35 @@ use crate::relay::stream::StreamRelay;
 use crate::relay::{CallRecord, CallSink, Settled};
 
 #[test]
+fn fields_are_read_from_the_line_that_starts_with_them() {
+    // reference: split into lines at every `\n` / `\r`, first line with the prefix
+    fn by_split<'a>(raw: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+        raw.split(|b| *b == b'\n' || *b == b'\r')
+            .find_map(|l| l.strip_prefix(prefix))
+    }
+    for raw in [
+        "data: {\"a\":1}\n\n",
+        "event: ping\ndata: {}\n\n",
+        "data: {}\r\nevent: error\r\n\r\n",
+        "data: {}\revent:error\r\r",
+        ": comment\n\n",
+        "event: x",
+        "xdata: 1\n data: 2\ndata:3",
+        "",
+    ] {
+        for prefix in [&b"data:"[..], b"event:"] {
+            assert_eq!(
+                line_with(raw.as_bytes(), prefix),
+                by_split(raw.as_bytes(), prefix),
+                "{raw:?}"
+            );
+        }
+    }
+    assert_eq!(event_field(b"data: {}\r\nevent: error\r\n\r\n"), b"error");
+    assert!(!has_data(b": only a comment\n\n"));
+}
+
+#[test]
 fn error_data_is_found_whatever_the_whitespace() {
     for yes in [
         r#"{"error":{"message":"m","type":"server_error"}}"#,

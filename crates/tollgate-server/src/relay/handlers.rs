@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use bytes::{Bytes, BytesMut};
 use memchr::memmem;
@@ -58,9 +59,25 @@ fn cut_short_event(message: &str) -> Bytes {
     b.freeze()
 }
 
+// Built once: these run on every event a stream relays.
+static DATA_FIELD: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"data:"));
+static EVENT_FIELD: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"event:"));
+
+/// The first occurrence of `name` in `raw` (`finder` searches for it): the common event
+/// that starts with it is told without a search.
+fn field_start(raw: &[u8], name: &[u8], finder: &memmem::Finder<'_>) -> Option<usize> {
+    if raw.starts_with(name) {
+        Some(0)
+    } else {
+        finder.find(raw)
+    }
+}
+
 /// The `data:` payload of a single-data-line event, without parsing the rest.
 pub(crate) fn data_payload(raw: &[u8]) -> &[u8] {
-    let Some(start) = memmem::find(raw, b"data:") else {
+    let Some(start) = field_start(raw, b"data:", &DATA_FIELD) else {
         return b"";
     };
     let mut rest = &raw[start + 5..];
@@ -73,7 +90,7 @@ pub(crate) fn data_payload(raw: &[u8]) -> &[u8] {
 
 /// The `event:` name, if the event has one.
 pub(crate) fn event_name(raw: &[u8]) -> &[u8] {
-    let Some(start) = memmem::find(raw, b"event:") else {
+    let Some(start) = field_start(raw, b"event:", &EVENT_FIELD) else {
         return b"";
     };
     let mut rest = &raw[start + 6..];
