@@ -1,7 +1,7 @@
 //! The request pipeline: every inference request crosses these stages, in this order
 //! ([`handle`] and `run` read as this list; each stage is a module returning a value).
 //!
-//! 1. **inbound** ([`inbound`]): authenticate (credential header → identity,
+//! 1. **inbound** (`inbound`): authenticate (credential header → identity,
 //!    [`crate::auth`]; 401 otherwise), then parse once (`model`, `stream`, `stream_options`,
 //!    `timeout` read from the top level; everything else stays raw JSON, [`crate::request`];
 //!    400 on malformed bodies).
@@ -9,21 +9,21 @@
 //!    then model access checked on the model group that will be called (403).
 //! 3. **route**: model group → an attempt plan ([`tollgate_router`]: strategy, cooldowns,
 //!    retries, fallbacks); 404 `model_not_found`.
-//! 4. **attempt loop** ([`attempts`]): per attempt, budgets and RPM/TPM/parallel limits of
+//! 4. **attempt loop** (`attempts`): per attempt, budgets and RPM/TPM/parallel limits of
 //!    every scope reserved atomically (422 / 429; a refused request never reaches the
-//!    upstream), then [`attempt`]:
-//!    - **prepare** ([`prepare`], [`crate::plan`]): same dialect → the raw body with `model`
+//!    upstream), then `attempt`:
+//!    - **prepare** (`prepare`, [`crate::plan`]): same dialect → the raw body with `model`
 //!      rewritten, gateway-only fields removed, deployment defaults added and stream usage
 //!      requested; different dialects → translated ([`tollgate_translate`]);
-//!    - **send** ([`send`]): through the [`tollgate_providers::Upstream`] seam (HTTP, or the
+//!    - **send** (`send`): through the [`tollgate_providers::Upstream`] seam (HTTP, or the
 //!      in-process mock); unreachable → 502, timeouts → 504;
-//!    - **relay** ([`answer`], [`crate::relay`]): passthrough bytes go through unchanged (a
+//!    - **relay** (`answer`, [`crate::relay`]): passthrough bytes go through unchanged (a
 //!      copy is scanned for usage) or are translated event by event; upstream errors keep
 //!      their status and are reshaped only when dialects differ.
 //!
 //!    The router learns each attempt's outcome; a stream is retried or falls back only
 //!    before its first byte reached the client.
-//! 5. **settled** ([`settle`]): each attempt's call record lives in a guard that delivers it
+//! 5. **settled** (`settle`): each attempt's call record lives in a guard that delivers it
 //!    exactly once to the [`crate::relay::CallSink`], which settles its reservation with the
 //!    actual usage and queues the spend-log row (written behind in batches, never awaited
 //!    here); the answer gets its spend and rate-limit headers ([`crate::gate::spend_headers`]).
