@@ -126,11 +126,13 @@ pub fn bind_thread_to_shard(index: usize) {
 
 /// Where a response body is read from.
 #[derive(Debug)]
-enum ResponseBody {
+pub(crate) enum ResponseBody {
     /// hyper's connection task (`https://`).
     Hyper(Incoming),
     /// The request's own task (`http://`).
     Own(h1::Body),
+    /// An answer made in process ([`crate::upstream`]).
+    Local(crate::upstream::LocalBody),
 }
 
 /// A response whose headers have arrived; the body is read or streamed next.
@@ -140,9 +142,9 @@ pub struct UpstreamResponse {
     pub status: StatusCode,
     /// Upstream headers.
     pub headers: HeaderMap,
-    body: ResponseBody,
-    timeouts: Timeouts,
-    started: tokio::time::Instant,
+    pub(crate) body: ResponseBody,
+    pub(crate) timeouts: Timeouts,
+    pub(crate) started: tokio::time::Instant,
 }
 
 impl UpstreamClient {
@@ -505,6 +507,7 @@ impl UpstreamResponse {
         let exact = match &self.body {
             ResponseBody::Hyper(b) => b.size_hint().exact(),
             ResponseBody::Own(b) => b.exact_len(),
+            ResponseBody::Local(b) => b.len,
         };
         let mut body = self.into_stream();
         let read = async move {
@@ -538,13 +541,14 @@ impl UpstreamResponse {
     /// limit ([`Timeouts::idle`]); dropping the stream closes the upstream connection.
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, UpstreamError>> + Send + 'static {
         match self.body {
-            ResponseBody::Hyper(b) => Either::Left(
+            ResponseBody::Hyper(b) => Either::Left(Either::Left(
                 b.into_data_stream()
                     .map(|r| r.map_err(UpstreamError::from_read)),
-            ),
-            ResponseBody::Own(b) => {
-                Either::Right(b.map(|r| r.map_err(|e| UpstreamError::Read(e.to_string()))))
-            }
+            )),
+            ResponseBody::Own(b) => Either::Left(Either::Right(
+                b.map(|r| r.map_err(|e| UpstreamError::Read(e.to_string()))),
+            )),
+            ResponseBody::Local(b) => Either::Right(b.stream),
         }
     }
 

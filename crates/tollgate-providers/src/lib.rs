@@ -9,6 +9,8 @@
 //!   with separate connect / first-byte / idle-gap / total timeouts and a response size bound.
 //! - `h1`: the HTTP/1.1 exchange the client runs for plain `http://` upstreams in the
 //!   request's own task.
+//! - [`upstream`]: the seam a request is answered through ([`Upstream`]): the HTTP client,
+//!   or an answer made in process (the gateway's mock provider).
 //! - [`clientside`] and [`egress`]: credentials and upstream hosts a client chooses in its
 //!   request body, where the deployment allows it: which fields, which hosts (never this
 //!   machine, a private network or a metadata service), and the addresses connected to.
@@ -21,8 +23,10 @@ pub mod egress;
 mod h1;
 mod pinned;
 pub mod table;
+pub mod upstream;
 mod upstream_error;
 
 pub use client::{UpstreamClient, UpstreamError, UpstreamResponse, bind_thread_to_shard};
 pub use deployment::{Deployment, DeploymentError, DeploymentSpec, Timeouts};
 pub use table::{AuthStyle, ProviderSpec, WireDialect, provider_spec};
+pub use upstream::{LocalBody, Upstream, UpstreamRequest};

@@ -9,14 +9,19 @@
 //!
 //! Streams are produced as an upstream would send them with `include_usage` on (the gateway
 //! always asks upstreams for usage), so they go through the same relay as real upstreams.
+//!
+//! [`MockUpstream`] answers behind the same [`Upstream`] seam as the HTTP client: the pipeline
+//! reads, streams and relays its answers with the same code.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use bytes::Bytes;
 use futures_util::StreamExt;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 use tollgate_providers::deployment::MockBehaviour;
+use tollgate_providers::{LocalBody, Upstream, UpstreamError, UpstreamRequest, UpstreamResponse};
 
 use crate::relay::stream::UpstreamBytes;
 use crate::request::{Endpoint, ParsedRequest};
@@ -30,6 +35,49 @@ pub enum MockAnswer {
     Body(Bytes),
     /// SSE stream.
     Stream(UpstreamBytes),
+}
+
+/// The in-process upstream: answers as its [`MockBehaviour`] says (a `mock/` deployment's,
+/// or one made from a request's `mock_response`).
+#[derive(Debug, Clone, Copy)]
+pub struct MockUpstream<'a> {
+    /// Reply, latency, chunks and usage.
+    pub behaviour: &'a MockBehaviour,
+}
+
+impl Upstream for MockUpstream<'_> {
+    /// A 200: a JSON body, or for a streamed request an event stream
+    /// (`content-type: text/event-stream`). The body is the upstream body the gateway built
+    /// (`/completions`, `/embeddings`, else chat completions).
+    ///
+    /// Errors: [`UpstreamError::Build`] for a body that does not parse as that endpoint's.
+    async fn send(&self, r: UpstreamRequest<'_>) -> Result<UpstreamResponse, UpstreamError> {
+        let endpoint = match r.path {
+            "/completions" => Endpoint::Completions,
+            "/embeddings" => Endpoint::Embeddings,
+            _ => Endpoint::ChatCompletions,
+        };
+        let req = ParsedRequest::parse(&r.body, endpoint)
+            .map_err(|e| UpstreamError::Build(e.to_string()))?;
+        let (headers, body) =
+            match answer(endpoint, &req, &req.model, self.behaviour, r.call_id).await {
+                MockAnswer::Body(b) => (HeaderMap::new(), LocalBody::whole(b)),
+                MockAnswer::Stream(s) => {
+                    let mut h = HeaderMap::with_capacity(1);
+                    h.insert(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("text/event-stream"),
+                    );
+                    (h, LocalBody::stream(s))
+                }
+            };
+        Ok(UpstreamResponse::local(
+            StatusCode::OK,
+            headers,
+            body,
+            r.timeouts,
+        ))
+    }
 }
 
 /// Answers `req` for `upstream_model` as `mock` says.

@@ -1,14 +1,19 @@
 //! Governance on the request path: the [`Gate`] opens the governance store and cache at start
 //! and holds what the pipeline needs per attempt (prices per deployment); [`facts`] reads the
-//! request; [`sink::GovernedSink`] settles every attempt and queues its spend-log row.
+//! request; [`admit`] checks access and reserves each attempt's budgets and limits, starting
+//! its spend-log row ([`spend_row`]); [`sink::GovernedSink`] settles every attempt and queues
+//! that row; [`spend_headers`] writes the answer's spend and rate-limit headers.
 //!
 //! Governance runs when a master key is configured (virtual keys need one, as in LiteLLM); in
 //! no-auth dev mode nothing is metered.
 
 pub mod admin;
+pub mod admit;
 pub mod facts;
 pub mod models;
 pub mod sink;
+pub mod spend_headers;
+pub mod spend_row;
 pub mod storage;
 pub mod unpriced;
 pub mod unreported;

@@ -7,8 +7,10 @@
 //!   fallbacks, an HTTP error); [`preamble`] tells the content-free events before it.
 //! - [`stream`]: SSE relayed event by event as it arrives (never buffered whole), with usage
 //!   captured from a copy of each event.
-//! - [`CallRecord`] / [`CallSink`]: what the settlement step receives once per call
-//!   (governance will bill from it; today it feeds the log).
+//! - [`CallRecord`] / [`CallSink`]: what the settle stage delivers exactly once per attempt
+//!   (the pipeline's guard, or the stream relay at the stream's end): [`LogSink`] logs it;
+//!   with governance, [`crate::gate::sink::GovernedSink`] bills it and returns the
+//!   [`Settled`] figures for the answer's headers.
 
 pub mod first_event;
 pub mod handlers;

@@ -1,0 +1,124 @@
+//! The inbound stage: who is calling and what they asked for, read once. [`Inbound::read`]
+//! authenticates the caller and parses the body; [`Inbound::policy`] and
+//! [`Inbound::timeouts`] read the request's routing and timeout options (body fields over
+//! `x-litellm-*` headers).
+
+use http::{HeaderMap, HeaderName};
+use tollgate_router::RequestPolicy;
+
+use crate::auth::Identity;
+use crate::clientside::ClientUpstream;
+use crate::errors::GatewayError;
+use crate::headers::{X_LITELLM_NUM_RETRIES, X_LITELLM_STREAM_TIMEOUT, X_LITELLM_TIMEOUT};
+use crate::request::{Endpoint, ParsedRequest};
+use crate::state::AppState;
+
+/// An authenticated, parsed request.
+pub struct Inbound<'b> {
+    /// The caller.
+    pub identity: Identity,
+    /// The body, parsed once (borrowing the request's bytes).
+    pub req: ParsedRequest<'b>,
+    /// Credentials the client sent in the body ([`crate::clientside`]).
+    pub client_upstream: Option<ClientUpstream>,
+    /// The key's (or its team's) alias for the requested model, if it has one.
+    alias: Option<String>,
+}
+
+/// Limits a client set for its own request, seconds: `timeout` / `x-litellm-timeout` (every
+/// phase) and, for streams, `stream_timeout` / `x-litellm-stream-timeout` (first byte and the
+/// gap between events). They only ever shorten the deployment's limits.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientTimeouts {
+    /// Every phase's limit, seconds.
+    pub total: Option<f64>,
+    /// A stream's first-byte and idle limit, seconds.
+    pub stream: Option<f64>,
+}
+
+impl<'b> Inbound<'b> {
+    /// Authenticates the caller (401 otherwise), parses `body` (400 on a malformed one),
+    /// refuses a model name that could leave a provider's URL path, reads client-side
+    /// credentials, and refuses a `previous_response_id` the caller may not continue (404).
+    #[allow(clippy::result_large_err)] // the refusal path is cold
+    pub fn read(
+        state: &AppState,
+        endpoint: Endpoint,
+        headers: &HeaderMap,
+        body: &'b [u8],
+    ) -> Result<Self, GatewayError> {
+        let identity = state
+            .auth
+            .authenticate(headers, state.gov())
+            .map_err(|e| GatewayError::from(e.envelope()))?;
+        let req = ParsedRequest::parse(body, endpoint)?;
+        crate::model_names::check(&req.model, "model")?;
+        let client_upstream = ClientUpstream::from_request(&req)?;
+        crate::response_owner::check_previous(state.responses.as_ref(), endpoint, &identity, &req)?;
+        let alias = identity.principal().and_then(|p| p.alias(&req.model));
+        Ok(Self {
+            identity,
+            req,
+            client_upstream,
+            alias,
+        })
+    }
+
+    /// The model name routed: the key's alias for the requested model, else the model.
+    pub fn routed(&self) -> &str {
+        self.alias.as_deref().unwrap_or(&self.req.model)
+    }
+
+    /// Retries (`num_retries`, else `x-litellm-num-retries`), fallbacks, the prompt estimate
+    /// (bytes / 4 of a `body_len`-byte body) and streaming, for the router.
+    ///
+    /// Errors: 400 for a malformed `num_retries` or `fallbacks` field, 400 `invalid_header`
+    /// for a count header that is not a non-negative integer.
+    #[allow(clippy::result_large_err)] // the refusal path is cold
+    pub fn policy(
+        &self,
+        headers: &HeaderMap,
+        body_len: usize,
+    ) -> Result<RequestPolicy, GatewayError> {
+        let req = &self.req;
+        let num_retries = match req.num_retries()? {
+            Some(n) => Some(n),
+            None => header_count(headers, &X_LITELLM_NUM_RETRIES).map_err(super::invalid_header)?,
+        };
+        Ok(RequestPolicy {
+            num_retries,
+            fallbacks: crate::model_names::checked_fallbacks(req.fallbacks()?)?,
+            prompt_tokens: (body_len / 4) as u64,
+            stream: req.stream,
+        })
+    }
+
+    /// The limits the client set for this request (body fields over headers).
+    pub fn timeouts(&self, headers: &HeaderMap) -> ClientTimeouts {
+        let req = &self.req;
+        ClientTimeouts {
+            total: req
+                .timeout_s
+                .or_else(|| super::send::header_num(headers, &X_LITELLM_TIMEOUT)),
+            stream: req
+                .stream_timeout_s
+                .or_else(|| super::send::header_num(headers, &X_LITELLM_STREAM_TIMEOUT))
+                .filter(|_| req.stream),
+        }
+    }
+}
+
+/// A count header (`x-litellm-num-retries`): absent is `None`; anything but a non-negative
+/// integer is an error naming the header (see [`super::invalid_header`]), not silently ignored.
+fn header_count<'n>(
+    headers: &HeaderMap,
+    name: &'n HeaderName,
+) -> Result<Option<u32>, &'n HeaderName> {
+    let Some(v) = headers.get(name) else {
+        return Ok(None);
+    };
+    match v.to_str().ok().and_then(|s| s.trim().parse().ok()) {
+        Some(n) => Ok(Some(n)),
+        None => Err(name),
+    }
+}
