@@ -32,17 +32,15 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::Value;
 use tollgate_governance::admission::{
-    AdmitRequest, Estimate, RateLimitStatus, Rejection, ScopeKey, rate_limit_headers,
+    AdmitRequest, Estimate, RateLimitStatus, ScopeKey, rate_limit_headers,
 };
 use tollgate_governance::runtime::{Charge, Principal, RequestFacts, needs_token_count};
 use tollgate_governance::store::SpendLogRow;
-use tollgate_protocol::ErrorEnvelope;
 use tollgate_protocol::usage::{anthropic_response_usage, openai_response_usage};
-use tollgate_providers::UpstreamError;
 use tollgate_providers::deployment::MockBehaviour;
 use tollgate_providers::{Deployment, WireDialect};
 use tollgate_router::{
-    CallTiming, FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, RouteError, StreamSlot,
+    CallTiming, FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, StreamSlot,
 };
 use tollgate_translate::responses_to_chat::ResponseContext;
 use tollgate_translate::{
@@ -50,7 +48,7 @@ use tollgate_translate::{
     responses_to_anthropic, responses_to_chat,
 };
 
-use crate::errors::GatewayError;
+use crate::errors::{GatewayError, GatewayFailure, MockException, classify, upstream_failure};
 use crate::gate::facts;
 use crate::gate::unreported::Unreported;
 use crate::headers::{
@@ -136,10 +134,7 @@ async fn run(
     started: Instant,
 ) -> Result<Response, GatewayError> {
     // 1. authenticate
-    let identity = state
-        .auth
-        .authenticate(headers, state.gov())
-        .map_err(|e| GatewayError::from(e.envelope()))?;
+    let identity = state.auth.authenticate(headers, state.gov())?;
 
     // 2. parse once; refuse a model name that could leave a provider's URL path
     let req = ParsedRequest::parse(body, endpoint)?;
@@ -175,7 +170,8 @@ async fn run(
     // 4. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
     let num_retries = match req.num_retries()? {
         Some(n) => Some(n),
-        None => header_count(headers, &X_LITELLM_NUM_RETRIES).map_err(invalid_header)?,
+        None => header_count(headers, &X_LITELLM_NUM_RETRIES)
+            .map_err(|name| GatewayFailure::InvalidHeader { name })?,
     };
     let policy = RequestPolicy {
         num_retries,
@@ -183,9 +179,9 @@ async fn run(
         prompt_tokens: (body.len() / 4) as u64,
         stream: req.stream,
     };
-    let mut attempts = router
-        .plan(routed, policy)
-        .map_err(|e| route_error(state, e, &identity))?;
+    let mut attempts = router.plan(routed, policy).map_err(|e| {
+        GatewayFailure::route(e, || crate::routes::visible_models(state, &identity))
+    })?;
     let timeout_override = ClientTimeouts {
         total: req
             .timeout_s
@@ -253,7 +249,8 @@ async fn run(
         {
             drop(charge);
             attempts.report(&attempt, Outcome::Simulated { class }, Instant::now());
-            last = Some(Err(simulated_failure(class, &attempt.group.name)));
+            let group = &attempt.group.name;
+            last = Some(Err(GatewayFailure::Simulated { class, group }.into()));
             continue;
         }
         if let Some(c) = &charge {
@@ -322,11 +319,16 @@ async fn run(
     let summary = attempts.summary();
     let mut result = match (last, summary.end) {
         (Some(r), _) => r,
-        (None, end @ PlanEnd::NoDeployments { group, .. }) => Err(no_deployments(
-            group,
-            end.retry_after_header_secs().unwrap_or(1),
-        )),
-        (None, _) => Err(no_deployments(&req.model, 1)),
+        (None, end @ PlanEnd::NoDeployments { group, .. }) => Err(GatewayFailure::NoDeployments {
+            group: group.into(),
+            retry_after_secs: end.retry_after_header_secs().unwrap_or(1),
+        }
+        .into()),
+        (None, _) => Err(GatewayFailure::NoDeployments {
+            group: req.model.as_str().into(),
+            retry_after_secs: 1,
+        }
+        .into()),
     };
     let counts = [
         (X_LITELLM_ATTEMPTED_RETRIES, summary.attempted_retries),
@@ -345,62 +347,6 @@ async fn run(
         spend_headers(&mut result, g, settled.as_ref(), &rate_limits);
     }
     result
-}
-
-/// The failure a `mock_response` names, as LiteLLM's `mock_completion` raises it:
-/// `litellm.RateLimitError` (429), `litellm.InternalServerError` (500),
-/// `litellm.ContextWindowExceededError` (400 `context_length_exceeded`); `None` for any other
-/// text, which is the mocked answer itself.
-fn mock_error(reply: &str) -> Option<(FailureClass, ErrorEnvelope)> {
-    Some(match reply {
-        "litellm.RateLimitError" => (
-            FailureClass::RateLimit,
-            ErrorEnvelope::new(
-                429,
-                "rate_limit_error",
-                "litellm.RateLimitError: this is a mock rate limit error",
-            ),
-        ),
-        "litellm.InternalServerError" => (
-            FailureClass::ServerError,
-            ErrorEnvelope::new(
-                500,
-                "server_error",
-                "litellm.InternalServerError: this is a mock internal server error",
-            ),
-        ),
-        "litellm.ContextWindowExceededError" => (
-            FailureClass::ContextWindowExceeded,
-            ErrorEnvelope::bad_request(
-                "litellm.ContextWindowExceededError: this is a mock context window exceeded error",
-            )
-            .with_code("context_length_exceeded"),
-        ),
-        _ => return None,
-    })
-}
-
-/// The error a simulated failure (`mock_testing_*fallbacks`) answers with when no fallback
-/// takes over, in LiteLLM's words: a 500 for `mock_testing_fallbacks`, a 400
-/// `context_length_exceeded` or `content_policy_violation` for the other two.
-fn simulated_failure(class: FailureClass, group: &str) -> GatewayError {
-    let message = |kind: &str| {
-        format!(
-            "litellm.{kind}: This is a mock exception for model={group}, to trigger a fallback."
-        )
-    };
-    let envelope = match class {
-        FailureClass::ContextWindowExceeded => {
-            ErrorEnvelope::bad_request(message("ContextWindowExceededError"))
-                .with_code("context_length_exceeded")
-        }
-        FailureClass::ContentPolicy => {
-            ErrorEnvelope::bad_request(message("ContentPolicyViolationError"))
-                .with_code("content_policy_violation")
-        }
-        _ => ErrorEnvelope::new(500, "server_error", message("InternalServerError")),
-    };
-    GatewayError::from(envelope)
 }
 
 /// Governance state of one request.
@@ -459,7 +405,7 @@ impl Governed<'_> {
                     routed: (a.fallback_index == 0).then_some(a.routed),
                 },
             )
-            .map_err(|e| GatewayError::from(ErrorEnvelope::bad_request(e.to_string())))?;
+            .map_err(GatewayFailure::BlockedEndUser)?;
         let price = self.gate.price_for(a.dep, a.upstream_model);
         let prompt = if needs_token_count(&scopes) {
             *self
@@ -519,7 +465,7 @@ impl Governed<'_> {
             price,
             log,
         )
-        .map_err(rejection_error)
+        .map_err(|r| GatewayFailure::Rejected(r).into())
     }
 }
 
@@ -546,31 +492,8 @@ fn check_access(
 ) -> Result<(), GatewayError> {
     match p.model_denial(name, &gate.gov.access_groups()) {
         None => Ok(()),
-        Some(by) => Err(ErrorEnvelope::new(
-            403,
-            by.error_type(),
-            format!(
-                "The requested model '{requested}' is not available for this API key, or the model name is invalid. Call `/v1/models` to view the models available to your key."
-            ),
-        )
-        .with_param("model")
-        .with_code("403")
-        .into()),
+        Some(by) => Err(GatewayFailure::ModelAccessDenied { by, requested }.into()),
     }
-}
-
-/// A refused admission as an error response (status, type, message, `retry-after`,
-/// `x-ratelimit-*`).
-fn rejection_error(r: Rejection) -> GatewayError {
-    let mut e: GatewayError = ErrorEnvelope::new(r.status, r.error_type, r.message)
-        .with_code(r.status.to_string())
-        .into();
-    for (k, v) in r.headers {
-        if let (Ok(k), Ok(v)) = (HeaderName::try_from(k), HeaderValue::try_from(v)) {
-            e.headers.push((k, v));
-        }
-    }
-    e
 }
 
 /// `x-litellm-response-cost`, `x-litellm-key-spend` and the rate-limit headers.
@@ -765,11 +688,12 @@ async fn attempt_once(
     // cooldowns and fallbacks apply; nothing is billed).
     let dep_mock = dep.mock.as_ref().and_then(|m| m.reply.as_deref());
     let mock_text = req.mock_response.as_deref().or(dep_mock);
-    if let Some((class, envelope)) = mock_text.and_then(mock_error) {
-        report.failure = Some((class, None));
-        record.status = envelope.status;
+    if let Some(m) = mock_text.and_then(MockException::named) {
+        report.failure = Some((m.class(), None));
+        let e = GatewayError::from(GatewayFailure::Mock(m));
+        record.status = e.envelope.status;
         report.settled = finish(state, record);
-        return Err(GatewayError::from(envelope));
+        return Err(e);
     }
 
     // 5. plan and build the upstream body; a request's own `mock_response` is answered in
@@ -816,9 +740,7 @@ async fn attempt_once(
             (path, Bytes::from(out), Relay::Pass(kind))
         }
         Plan::Translate(pair) => {
-            let value: Value = serde_json::from_slice(body).map_err(|e| {
-                GatewayError::from(ErrorEnvelope::bad_request(format!("Invalid JSON: {e}")))
-            })?;
+            let value: Value = serde_json::from_slice(body).map_err(GatewayFailure::InvalidJson)?;
             let opts = RequestOptions {
                 upstream_model: Some(upstream_model.to_owned()),
                 ..RequestOptions::default()
@@ -1079,13 +1001,7 @@ async fn send(
         .client
         .post_json(dep, path, body, timeouts, extra)
         .await
-        .map_err(|e| {
-            tracing::warn!(deployment = %dep.id, error = %e, "upstream call failed");
-            (
-                GatewayError::from_upstream(&e, client_shortened),
-                upstream_error_class(&e, client_shortened),
-            )
-        })?;
+        .map_err(|e| upstream_failure(&e, &dep.id, client_shortened))?;
     let status = upstream.status;
     // The headers are moved out, not cloned: the body readers below do not need them.
     let headers = std::mem::take(&mut upstream.headers);
@@ -1101,13 +1017,10 @@ async fn send(
     } else {
         MAX_ERROR_BODY
     };
-    let body = upstream.read_body(limit).await.map_err(|e| {
-        tracing::warn!(deployment = %dep.id, error = %e, "upstream response failed");
-        (
-            GatewayError::from_upstream(&e, client_shortened),
-            upstream_error_class(&e, client_shortened),
-        )
-    })?;
+    let body = upstream
+        .read_body(limit)
+        .await
+        .map_err(|e| upstream_failure(&e, &dep.id, client_shortened))?;
     if !status.is_success() {
         tracing::debug!(deployment = %dep.id, status = status.as_u16(), "upstream returned an error");
     }
@@ -1116,46 +1029,6 @@ async fn send(
         headers,
         body,
     })
-}
-
-/// The failure class of a transport-level error. A timeout counts against the deployment only
-/// when it is the deployment's own limit, not a shorter one the client asked for (B31).
-fn upstream_error_class(e: &UpstreamError, client_shortened: bool) -> FailureClass {
-    match e {
-        UpstreamError::Timeout { .. } if client_shortened => FailureClass::ClientTimeout,
-        UpstreamError::Timeout { .. } => FailureClass::Timeout,
-        UpstreamError::Connect(_) | UpstreamError::Read(_) => FailureClass::Connection,
-        UpstreamError::TooLarge { .. } | UpstreamError::Build(_) => FailureClass::ServerError,
-    }
-}
-
-/// Class and `retry-after` of an upstream error response (any dialect's error body).
-fn classify(
-    status: StatusCode,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> (FailureClass, Option<Duration>) {
-    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let err = v.get("error").unwrap_or(&v);
-    let code = err
-        .get("code")
-        .and_then(Value::as_str)
-        .or_else(|| err.get("type").and_then(Value::as_str));
-    // TGI and Ollama write the message as the `error` string itself.
-    let message = err
-        .get("message")
-        .and_then(Value::as_str)
-        .or_else(|| err.as_str());
-    let message = message.unwrap_or("");
-    let retry_after = header_num::<f64>(headers, "retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0))
-        .or_else(|| {
-            header_num::<f64>(headers, "retry-after").map(|s| Duration::from_secs_f64(s.max(0.0)))
-        });
-    (
-        FailureClass::from_upstream(status.as_u16(), code, message),
-        retry_after,
-    )
 }
 
 /// A numeric request or response header, if present and valid.
@@ -1170,7 +1043,7 @@ fn header_num<T: std::str::FromStr>(
 }
 
 /// A count header (`x-litellm-num-retries`): absent is `None`; anything but a non-negative
-/// integer is an error naming the header (see [`invalid_header`]), not silently ignored.
+/// integer is an error naming the header ([`GatewayFailure::InvalidHeader`]), not silently ignored.
 fn header_count<'n>(
     headers: &HeaderMap,
     name: &'n HeaderName,
@@ -1182,31 +1055,6 @@ fn header_count<'n>(
         Some(n) => Ok(Some(n)),
         None => Err(name),
     }
-}
-
-/// 400 `invalid_header`: a count header that is not a non-negative integer.
-fn invalid_header(name: &HeaderName) -> GatewayError {
-    ErrorEnvelope::new(
-        400,
-        "invalid_request_error",
-        format!("The {name} header must be a non-negative integer."),
-    )
-    .with_code("invalid_header")
-    .into()
-}
-
-/// 429 "No deployments available" with `retry-after` (whole seconds, ≥ 1) until the first
-/// deployment returns from cooldown (B13).
-fn no_deployments(group: &str, retry_after_secs: u64) -> GatewayError {
-    let mut e: GatewayError = ErrorEnvelope::new(
-        429,
-        "rate_limit_error",
-        format!("No deployments available for selected model={group}. Try again in {retry_after_secs} s."),
-    )
-    .into();
-    e.headers
-        .push((header::RETRY_AFTER, HeaderValue::from(retry_after_secs)));
-    e
 }
 
 /// Client headers forwarded per request to Anthropic upstreams: `anthropic-beta`, and the
@@ -1321,32 +1169,6 @@ fn finish(state: &AppState, mut record: CallRecord) -> Option<Settled> {
         record.first_byte = Some(record.ended);
     }
     state.sink.record(record)
-}
-
-/// 404 for an unknown model (OpenAI's status and code; the SDKs raise `NotFoundError`), naming
-/// the model and the models the caller may use.
-fn route_error(state: &AppState, e: RouteError, identity: &crate::auth::Identity) -> GatewayError {
-    match e {
-        RouteError::ModelNotFound(model) => {
-            let available = crate::routes::visible_models(state, identity);
-            let list = if available.is_empty() {
-                "none are configured".to_owned()
-            } else {
-                available.join(", ")
-            };
-            ErrorEnvelope::new(
-                404,
-                "invalid_request_error",
-                format!(
-                    "The model `{model}` does not exist or you do not have access to it. Models available: {list}."
-                ),
-            )
-            .with_param("model")
-            .with_code("model_not_found")
-            .into()
-        }
-        RouteError::NoDeployments(model) => no_deployments(&model, 1),
-    }
 }
 
 fn is_event_stream(h: &HeaderMap) -> bool {
