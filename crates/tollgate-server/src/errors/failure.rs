@@ -122,6 +122,17 @@ pub enum GatewayFailure<'a> {
         /// The deployment called, for the log line, when known.
         deployment: Option<&'a str>,
     },
+    /// 404 `previous_response_not_found`: a `previous_response_id` the caller may not continue
+    /// (unknown, expired, or another caller's; OpenAI's error for an unknown id, word for word).
+    PreviousResponseNotFound {
+        /// The id sent.
+        id: &'a str,
+    },
+    /// 404 for `GET /v1/responses/{id}` the caller may not read (as for an unknown id).
+    ResponseNotFound {
+        /// The id from the path.
+        id: &'a str,
+    },
     /// 403: `GET /health` with a virtual key (each check calls every deployment).
     HealthNeedsMasterKey,
     /// 404 `model_not_found`: `GET /health?model=` names no group with a deployment.
@@ -188,6 +199,8 @@ impl<'a> GatewayFailure<'a> {
             Self::ModelNotFound { .. }
             | Self::UnknownModelId { .. }
             | Self::NoHealthTarget { .. }
+            | Self::PreviousResponseNotFound { .. }
+            | Self::ResponseNotFound { .. }
             | Self::UnknownRoute { .. } => NOT_FOUND,
             Self::NoDeployments { .. } | Self::Mock(MockException::RateLimit) => TOO_MANY_REQUESTS,
             Self::Mock(MockException::InternalServer) => INTERNAL_SERVER_ERROR,
@@ -261,6 +274,7 @@ impl<'a> GatewayFailure<'a> {
                 }
             },
             Self::ManagementApiOff { .. } => "management_api_off",
+            Self::PreviousResponseNotFound { .. } => "previous_response_not_found",
             _ => return None,
         };
         Some(Cow::Borrowed(code))
@@ -276,6 +290,8 @@ impl<'a> GatewayFailure<'a> {
             Self::ModelAccessDenied { .. }
             | Self::ModelNotFound { .. }
             | Self::UnknownModelId { .. } => "model",
+            Self::PreviousResponseNotFound { .. } => "previous_response_id",
+            Self::ResponseNotFound { .. } => "response_id",
             _ => return None,
         }))
     }

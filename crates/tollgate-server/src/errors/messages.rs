@@ -24,16 +24,7 @@ impl GatewayFailure<'_> {
                 status,
                 detail,
                 limit_bytes,
-            } => {
-                if *status == StatusCode::PAYLOAD_TOO_LARGE {
-                    format!(
-                        "The request body is larger than this gateway accepts ({} MiB; general_settings.max_request_size_mb).",
-                        limit_bytes / (1024 * 1024)
-                    )
-                } else {
-                    format!("Could not read the request body: {detail}")
-                }
-            }
+            } => unreadable_message(*status, detail, *limit_bytes),
             Self::InvalidModelName { name, param, why } => format!(
                 "Invalid model name '{}' in `{param}`: {why}. Model names are `/`-separated segments without `.`, `..` or empty segments, backslashes, control characters or percent-encoded bytes.",
                 name.escape_debug()
@@ -48,16 +39,7 @@ impl GatewayFailure<'_> {
                 "The requested model '{requested}' is not available for this API key, or the model name is invalid. Call `/v1/models` to view the models available to your key."
             ),
             Self::Rejected(r) => r.message.clone(),
-            Self::ModelNotFound { model, available } => {
-                let list = if available.is_empty() {
-                    "none are configured".to_owned()
-                } else {
-                    available.join(", ")
-                };
-                format!(
-                    "The model `{model}` does not exist or you do not have access to it. Models available: {list}."
-                )
-            }
+            Self::ModelNotFound { model, available } => not_found_message(model, available),
             Self::UnknownModelId { id } => {
                 format!("The model `{id}` does not exist or you do not have access to it.")
             }
@@ -74,6 +56,10 @@ impl GatewayFailure<'_> {
                 request_limit,
                 ..
             } => upstream_message(error, *request_limit),
+            Self::PreviousResponseNotFound { id } => {
+                format!("Previous response with id '{id}' not found.")
+            }
+            Self::ResponseNotFound { id } => format!("Response with id '{id}' not found."),
             Self::HealthNeedsMasterKey => {
                 "Only the master key may run health checks: each one calls every deployment."
                     .to_owned()
@@ -93,6 +79,30 @@ impl GatewayFailure<'_> {
             ),
         }
     }
+}
+
+/// A body that could not be read: too large for `limit_bytes`, or the reader's `detail`.
+fn unreadable_message(status: StatusCode, detail: &str, limit_bytes: usize) -> String {
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!(
+            "The request body is larger than this gateway accepts ({} MiB; general_settings.max_request_size_mb).",
+            limit_bytes / (1024 * 1024)
+        )
+    } else {
+        format!("Could not read the request body: {detail}")
+    }
+}
+
+/// An unknown model, naming the models the caller may use.
+fn not_found_message(model: &str, available: &[String]) -> String {
+    let list = if available.is_empty() {
+        "none are configured".to_owned()
+    } else {
+        available.join(", ")
+    };
+    format!(
+        "The model `{model}` does not exist or you do not have access to it. Models available: {list}."
+    )
 }
 
 impl MockException {
