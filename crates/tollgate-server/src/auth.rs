@@ -18,6 +18,8 @@ use tollgate_governance::runtime::{Governance, KeyError, Principal};
 use tollgate_governance::store::hash_key;
 use tollgate_protocol::ErrorEnvelope;
 
+use crate::errors::GatewayFailure;
+
 /// Who is calling.
 #[derive(Debug, Clone)]
 pub enum Identity {
@@ -57,15 +59,9 @@ pub enum AuthError {
 }
 
 impl AuthError {
-    /// The 401 error envelope.
+    /// The 401 error envelope ([`GatewayFailure::Auth`] decides it).
     pub fn envelope(&self) -> ErrorEnvelope {
-        match self {
-            AuthError::Key(k) => {
-                ErrorEnvelope::new(401, k.error_type(), self.to_string()).with_code("401")
-            }
-            _ => ErrorEnvelope::new(401, "authentication_error", self.to_string())
-                .with_code("invalid_api_key"),
-        }
+        GatewayFailure::Auth(self.clone()).envelope()
     }
 }
 

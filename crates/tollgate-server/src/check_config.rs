@@ -9,12 +9,12 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use tollgate_config::LoadedConfig;
 use tollgate_governance::store::probe::{probe_postgres, probe_sqlite};
 
+use crate::errors::StartupError;
 use crate::gate::StoreChoice;
 use crate::state::AppState;
 
@@ -41,41 +41,42 @@ pub fn unserved_refusal(loaded: &LoadedConfig) -> Option<String> {
     Some(s)
 }
 
+/// Loads the config at `path` as serving and `check-config` both do, and refuses one whose
+/// deployments name a provider Tollgate does not serve ([`unserved_refusal`]).
+///
+/// Errors: [`StartupError::InvalidConfig`] (exit code 2) with the loader's message.
+pub fn load(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, StartupError> {
+    let loaded = tollgate_config::load_path(path, env).map_err(StartupError::config)?;
+    match unserved_refusal(&loaded) {
+        None => Ok(loaded),
+        Some(refusal) => Err(StartupError::InvalidConfig(refusal)),
+    }
+}
+
 /// Runs `check-config` on a config loaded (and found servable: [`unserved_refusal`]) from
 /// `path`: builds the gateway's state as the server would (deployments, router), prints
-/// [`report`], with `connect` tries the store ([`try_store`]), then `config OK: PATH`. Errors go
-/// to stderr; the exit code is 2 for an invalid config, 1 for a store that cannot be used.
+/// [`report`], with `connect` tries the store ([`try_store`]), then `config OK: PATH`.
+///
+/// Errors: [`StartupError::InvalidConfig`] (exit code 2) for an invalid config,
+/// [`StartupError::StoreConnection`] (1) for a store that cannot be used.
 pub fn run(
     loaded: &LoadedConfig,
     path: &Path,
     connect: bool,
     env: &dyn Fn(&str) -> Option<String>,
-) -> ExitCode {
-    let state = match AppState::build(loaded, env) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: invalid config: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let (text, store) = match report(loaded, path, env) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: invalid config: {e}");
-            return ExitCode::from(2);
-        }
-    };
+) -> Result<(), StartupError> {
+    let state = AppState::build(loaded, env).map_err(StartupError::config)?;
+    let (text, store) = report(loaded, path, env).map_err(StartupError::InvalidConfig)?;
     print!("{text}");
     // prices matter only where spend is metered (governance on)
     if store.is_some() {
         let router = state.router.load();
-        match crate::gate::unpriced::check_config_section(&loaded.config, &router, env) {
-            Ok(prices) => print!("{prices}"),
-            Err(e) => {
-                eprintln!("error: invalid config: {e}");
-                return ExitCode::from(2);
-            }
-        }
+        let prices = crate::gate::unpriced::check_config_section(&loaded.config, &router, env)
+            .map_err(StartupError::config)?;
+        print!("{prices}");
     }
     if connect {
         let tried = match &store {
@@ -88,16 +89,11 @@ pub fn run(
                 Err(e) => Err(format!("cannot start the runtime: {e}")),
             },
         };
-        match tried {
-            Ok(found) => println!("Store connection: OK: {found}"),
-            Err(e) => {
-                eprintln!("error: store connection failed: {e}");
-                return ExitCode::FAILURE;
-            }
-        }
+        let found = tried.map_err(StartupError::StoreConnection)?;
+        println!("Store connection: OK: {found}");
     }
     println!("config OK: {}", path.display());
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// What `check-config` prints before its verdict: [`tollgate_config::Config::describe`], the

@@ -25,12 +25,12 @@
 
 use memchr::memmem;
 use serde_json::value::RawValue;
-use tollgate_protocol::ErrorEnvelope;
+use tollgate_protocol::BodyError;
 use tollgate_providers::Deployment;
-use tollgate_providers::clientside::{APPLIED_FIELDS, Leave, is_credential_field};
+use tollgate_providers::clientside::{Leave, is_credential_field};
 use tollgate_providers::egress::{SystemResolver, check_base};
 
-use crate::errors::GatewayError;
+use crate::errors::{ClientsideRefusal, GatewayError, GatewayFailure};
 use crate::request::ParsedRequest;
 
 /// Nested objects LiteLLM reads credentials from (its `_NESTED_CONFIG_KEYS` and
@@ -89,7 +89,10 @@ impl ClientUpstream {
                 if let Some(raw) = req.body.get(key)
                     && let Some(field) = nested_credential(raw)
                 {
-                    return Err(nested_refusal(key, &field));
+                    return Err(refusal(ClientsideRefusal::Nested {
+                        nest: key,
+                        field: &field,
+                    }));
                 }
                 continue;
             }
@@ -110,10 +113,7 @@ impl ClientUpstream {
                     let url = string_value(raw, field)?;
                     match &c.base {
                         Some((_, prev)) if *prev != url => {
-                            return Err(refusal(
-                                "api_base",
-                                "`api_base` and `base_url` name different URLs: send one of them.",
-                            ));
+                            return Err(refusal(ClientsideRefusal::ConflictingBase));
                         }
                         Some(_) => {}
                         None => c.base = Some((field, url)),
@@ -171,13 +171,10 @@ pub async fn deployment_for(
     for (field, value) in c.fields() {
         match dep.clientside.leave(field, value) {
             Leave::Refused => {
-                return Err(refusal(
+                return Err(refusal(ClientsideRefusal::NotListed {
                     field,
-                    &format!(
-                        "`{field}` is not allowed in the request body for model group '{}': its deployment does not list it in litellm_params.configurable_clientside_auth_params.",
-                        dep.model_group
-                    ),
-                ));
+                    group: &dep.model_group,
+                }));
             }
             Leave::Allowed { http } => {
                 if Some(field) == c.base.as_ref().map(|(f, _)| *f) {
@@ -187,55 +184,29 @@ pub async fn deployment_for(
         }
     }
     if let Some(f) = c.other.first() {
-        return Err(refusal(
-            f,
-            &format!(
-                "`{f}` is listed in configurable_clientside_auth_params, but Tollgate applies no client `{f}` for provider '{}': only {} are taken from a request.",
-                dep.provider.name,
-                APPLIED_FIELDS.join(", ")
-            ),
-        ));
+        return Err(refusal(ClientsideRefusal::NotApplied {
+            field: f,
+            provider: dep.provider.name,
+        }));
     }
     let base = match &c.base {
         None => None,
         Some((field, _)) if c.key.is_none() => {
-            return Err(refusal(
-                field,
-                &format!(
-                    "`{field}` needs the client's own `api_key` in the request body: the deployment's key is never sent to a host the client chose."
-                ),
-            ));
+            return Err(refusal(ClientsideRefusal::BaseNeedsKey { field }));
         }
         Some((field, url)) => Some(
             check_base(url, base_http, &SystemResolver, dep.timeouts.connect)
                 .await
-                .map_err(|e| refusal(field, &format!("`{field}` {e}.")))?,
+                .map_err(|why| refusal(ClientsideRefusal::BadBase { field, why }))?,
         ),
     };
     dep.with_client_credentials(c.key.as_deref(), base)
-        .map_err(|_| {
-            refusal(
-                "api_key",
-                "`api_key` cannot be sent as an HTTP header value.",
-            )
-        })
+        .map_err(|_| refusal(ClientsideRefusal::KeyNotHeader))
 }
 
-/// 400 naming `param`.
-fn refusal(param: &str, message: &str) -> GatewayError {
-    ErrorEnvelope::bad_request(message)
-        .with_param(param)
-        .with_code("clientside_param_not_allowed")
-        .into()
-}
-
-fn nested_refusal(nest: &str, field: &str) -> GatewayError {
-    refusal(
-        &format!("{nest}.{field}"),
-        &format!(
-            "`{nest}.{field}` is not allowed in the request body: client credentials and upstreams are taken only at the top level, and only where the deployment lists them in litellm_params.configurable_clientside_auth_params."
-        ),
-    )
+/// The 400 naming the refused field ([`GatewayFailure::Clientside`]).
+fn refusal(why: ClientsideRefusal<'_>) -> GatewayError {
+    GatewayFailure::Clientside(why).into()
 }
 
 /// A string field's value.
@@ -244,10 +215,8 @@ fn nested_refusal(nest: &str, field: &str) -> GatewayError {
 #[allow(clippy::result_large_err)] // the refusal path is cold
 fn string_value(raw: &RawValue, field: &'static str) -> Result<String, GatewayError> {
     serde_json::from_str(raw.get()).map_err(|_| {
-        ErrorEnvelope::bad_request(format!("Invalid type for '{field}': expected a string."))
-            .with_param(field)
-            .with_code("invalid_type")
-            .into()
+        let expected = "a string";
+        GatewayFailure::Body(BodyError::WrongType { field, expected }).into()
     })
 }
 

@@ -27,12 +27,12 @@ use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tollgate_config::redact::redact_url_userinfo;
-use tollgate_protocol::{Dialect, ErrorEnvelope};
+use tollgate_protocol::Dialect;
 use tollgate_providers::{Deployment, WireDialect};
 use tollgate_router::upstream_for;
 
 use crate::auth::Identity;
-use crate::errors::GatewayError;
+use crate::errors::{GatewayError, GatewayFailure};
 use crate::state::AppState;
 
 /// Response bodies read from a probe: enough for any error, never a large answer.
@@ -60,14 +60,9 @@ pub async fn health(
     match s.auth.authenticate(&headers, s.gov()) {
         Ok(Identity::Master | Identity::Open) => {}
         Ok(Identity::Key(_)) => {
-            return GatewayError::from(ErrorEnvelope::new(
-                403,
-                "auth_error",
-                "Only the master key may run health checks: each one calls every deployment.",
-            ))
-            .into_response();
+            return GatewayFailure::HealthNeedsMasterKey.into_response();
         }
-        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+        Err(e) => return GatewayError::from(e).into_response(),
     }
     if let Some(m) = &q.model
         && let Err(e) = crate::model_names::check(m, "model")
@@ -103,15 +98,7 @@ pub async fn health(
     if let Some(m) = &q.model
         && targets.is_empty()
     {
-        return GatewayError::from(
-            ErrorEnvelope::new(
-                404,
-                "invalid_request_error",
-                format!("No model group `{m}` with a deployment to check."),
-            )
-            .with_code("model_not_found"),
-        )
-        .into_response();
+        return GatewayFailure::NoHealthTarget { model: m }.into_response();
     }
     let results =
         futures_util::future::join_all(targets.iter().map(|(_, dep, model)| probe(&s, dep, model)))
@@ -169,6 +156,17 @@ async fn probe(s: &AppState, dep: &Deployment, model: &str) -> Result<(), String
         .unwrap_or_else(|_| Err(format!("no answer within {} s", PROBE_TIMEOUT.as_secs())))
 }
 
+/// The chat route's message for a transport failure of a probe (reported in the health
+/// answer and logged there, not as a request's failure).
+fn probe_failure(error: &tollgate_providers::UpstreamError, dep: &Deployment) -> String {
+    GatewayFailure::Upstream {
+        error,
+        request_limit: false,
+        deployment: Some(&dep.id),
+    }
+    .message()
+}
+
 async fn probe_once(s: &AppState, dep: &Deployment, model: &str) -> Result<(), String> {
     if dep.mock.is_some() {
         return Ok(()); // answered in process: nothing upstream to check
@@ -185,12 +183,12 @@ async fn probe_once(s: &AppState, dep: &Deployment, model: &str) -> Result<(), S
             &[],
         )
         .await
-        .map_err(|e| GatewayError::from(&e).envelope.message)?;
+        .map_err(|e| probe_failure(&e, dep))?;
     let status = resp.status;
     let text = resp
         .read_body(MAX_PROBE_BODY)
         .await
-        .map_err(|e| GatewayError::from(&e).envelope.message)?;
+        .map_err(|e| probe_failure(&e, dep))?;
     if status.is_success() {
         // A 200 from something that is not the API (a proxy's HTML page) is no answer.
         return serde_json::from_slice::<serde::de::IgnoredAny>(&text)

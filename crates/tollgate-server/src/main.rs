@@ -15,6 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use tollgate_config::LoadedConfig;
+use tollgate_server::errors::StartupError;
 use tollgate_server::gate::{Gate, StoreChoice};
 use tollgate_server::serve;
 use tollgate_server::state::AppState;
@@ -68,17 +70,19 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    match cli.command {
+    let done = match cli.command {
         Some(Command::CheckConfig { path, connect }) => match path.or(cli.config) {
             Some(path) => check_config(&path, connect),
-            None => {
-                eprintln!(
-                    "error: no config file to check: tollgate check-config PATH (or --config PATH, or CONFIG_FILE_PATH)"
-                );
-                ExitCode::from(2)
-            }
+            None => Err(StartupError::NoConfigToCheck),
         },
         None => run(cli),
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
     }
 }
 
@@ -108,38 +112,15 @@ fn env(k: &str) -> Option<String> {
     std::env::var(k).ok()
 }
 
-fn load(path: &Path) -> Result<tollgate_config::LoadedConfig, ExitCode> {
-    match tollgate_config::load_path(path, &env) {
-        Ok(l) => match tollgate_server::check_config::unserved_refusal(&l) {
-            None => Ok(l),
-            Some(refusal) => {
-                eprintln!("error: invalid config: {refusal}");
-                Err(ExitCode::from(2))
-            }
-        },
-        Err(e) => {
-            eprintln!("error: invalid config: {e}");
-            Err(ExitCode::from(2))
-        }
-    }
+fn check_config(path: &Path, connect: bool) -> Result<(), StartupError> {
+    let loaded = tollgate_server::check_config::load(path, &env)?;
+    tollgate_server::check_config::run(&loaded, path, connect, &env)
 }
 
-fn check_config(path: &Path, connect: bool) -> ExitCode {
-    match load(path) {
-        Ok(loaded) => tollgate_server::check_config::run(&loaded, path, connect, &env),
-        Err(c) => c,
-    }
-}
-
-fn run(cli: Cli) -> ExitCode {
-    let Some(path) = cli.config else {
-        eprintln!("error: no config given: pass --config PATH (or set CONFIG_FILE_PATH)");
-        return ExitCode::from(2);
-    };
-    let loaded = match load(&path) {
-        Ok(l) => l,
-        Err(c) => return c,
-    };
+/// Loads the config, builds the state and the runtime, then serves until shut down.
+fn run(cli: Cli) -> Result<(), StartupError> {
+    let path = cli.config.clone().ok_or(StartupError::NoConfig)?;
+    let loaded = tollgate_server::check_config::load(&path, &env)?;
     for (k, v) in &loaded.config.environment_variables {
         // SAFETY: single-threaded here: the runtime has not started yet.
         unsafe { std::env::set_var(k, v) };
@@ -168,14 +149,9 @@ fn run(cli: Cli) -> ExitCode {
         true => None,
         false => Some(threads.unwrap_or_else(cores)),
     };
-    let state =
-        match AppState::build(&loaded, &env).and_then(|s| s.with_workers(workers.unwrap_or(1))) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("error: invalid config: {e}");
-                return ExitCode::from(2);
-            }
-        };
+    let state = AppState::build(&loaded, &env)
+        .and_then(|s| s.with_workers(workers.unwrap_or(1)))
+        .map_err(StartupError::config)?;
     // Before any serving thread exists: how many malloc arenas they may use (malloc.rs).
     let serving_threads = workers.unwrap_or_else(|| threads.unwrap_or_else(default_worker_threads));
     let arenas = tollgate_server::malloc::limit_arenas(serving_threads);
@@ -190,154 +166,167 @@ fn run(cli: Cli) -> ExitCode {
             b
         }
     };
-    let runtime = match builder.enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let runtime = builder
+        .enable_all()
+        .build()
+        .map_err(StartupError::Runtime)?;
+    let plan = Serving {
+        workers,
+        serving_threads,
+        arenas,
     };
-    runtime.block_on(async move {
-        let addr = match listen_addr(&cli.host, cli.port).await {
-            Some(a) => a,
-            None => {
-                eprintln!(
-                    "error: invalid --host/--port: {}:{} (give an IP address, e.g. 127.0.0.1 or ::, or a name that resolves, e.g. localhost)",
-                    cli.host, cli.port
-                );
-                return ExitCode::from(2);
-            }
+    runtime.block_on(serve_all(cli, loaded, path, state, plan))
+}
+
+/// How the process serves: `workers` single-threaded workers (`None`: one work-stealing
+/// runtime), on `serving_threads` threads, with `arenas` malloc arenas (`None`: the default).
+struct Serving {
+    workers: Option<usize>,
+    serving_threads: usize,
+    arenas: Option<usize>,
+}
+
+/// Binds the listener, opens governance (with a master key), serves until a signal, then
+/// flushes what the last requests queued.
+async fn serve_all(
+    cli: Cli,
+    loaded: LoadedConfig,
+    path: PathBuf,
+    state: AppState,
+    plan: Serving,
+) -> Result<(), StartupError> {
+    let addr =
+        listen_addr(&cli.host, cli.port)
+            .await
+            .ok_or_else(|| StartupError::ListenAddress {
+                host: cli.host.clone(),
+                port: cli.port,
+            })?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartupError::Listen { addr, source })?;
+    let local = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (state, writer) = if loaded.master_key.is_some() {
+        let (state, writer) = with_governance(&loaded, &path, state, stop_rx).await?;
+        (state, Some(writer))
+    } else {
+        (Arc::new(state), None)
+    };
+    // Counted as check-config counts them: every model group, a wildcard one once.
+    let (groups, wildcard_groups, aliases) = {
+        let r = state.router.load();
+        let concrete = r.groups().count();
+        let wild = r.wildcard_groups().count();
+        (concrete + wild, wild, r.public_names().count() - concrete)
+    };
+    tracing::info!(
+        version = tollgate_server::VERSION,
+        groups,
+        wildcard_groups,
+        aliases,
+        workers = plan.serving_threads,
+        work_stealing = plan.workers.is_none(),
+        auth = state.auth.requires_key(),
+        malloc_arenas = %plan.arenas.map_or_else(|| "default".to_owned(), |n| n.to_string()),
+        "Tollgate listening on http://{local}"
+    );
+    let drain = Duration::from_secs_f64(cli.drain_seconds.max(0.0));
+    let listener = listener
+        .into_std()
+        .map_err(|source| StartupError::Listen { addr, source })?;
+    let (pool, served) = serve_until_stopped(&state, listener, plan.workers, drain).await;
+    // Flush spend counters and spend logs queued by the last requests, while the workers'
+    // runtimes (and the connections registered with them) still run.
+    let _ = stop_tx.send(true);
+    if let Some(w) = writer {
+        let _ = w.await;
+    }
+    if let Some(p) = pool {
+        p.release();
+    }
+    served?;
+    tracing::info!("shut down");
+    Ok(())
+}
+
+/// Serves `listener` until a signal and the drain: on `workers` workers, or on this runtime.
+/// The worker pool comes back unreleased (even when serving failed), so the connections
+/// registered with its runtimes live until the spend-log flush is done.
+async fn serve_until_stopped(
+    state: &Arc<AppState>,
+    listener: std::net::TcpListener,
+    workers: Option<usize>,
+    drain: Duration,
+) -> (Option<serve::WorkerPool>, Result<(), StartupError>) {
+    let (stop_serving_tx, stop_serving) = tokio::sync::watch::channel(false);
+    let stop_serving_tx = Arc::new(stop_serving_tx);
+    tokio::spawn(serve::stop_on_signal(
+        Arc::clone(state),
+        Arc::clone(&stop_serving_tx),
+    ));
+    let Some(n) = workers else {
+        let served = match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => serve::serve_worker(Arc::clone(state), l, None, stop_serving, drain).await,
+            Err(e) => Err(e),
         };
-        let listener = match tokio::net::TcpListener::bind(addr).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("error: cannot listen on {addr}: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let local = listener
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let mut writer = None;
-        let state = if loaded.master_key.is_some() {
-            let choice = match StoreChoice::from_config(&loaded.config, &path, &env) {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("error: invalid config: general_settings.{e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let gate = match Gate::open(&loaded.config, &choice, &env).await {
-                Ok(g) => Arc::new(g),
-                Err(e) => {
-                    eprintln!("error: governance store ({}): {e}", choice.describe());
-                    return ExitCode::FAILURE;
-                }
-            };
-            // Only the encodings of configured OpenAI-family models are built (each costs
-            // tens of MB resident); other models are counted as bytes/4.
-            let encodings: Vec<_> = loaded
-                .config
-                .model_list
-                .iter()
-                .map(|e| tollgate_governance::tokens::Encoding::for_model(&e.litellm_params.model))
-                .collect();
-            tokio::task::spawn_blocking(move || encodings.into_iter().for_each(|e| e.warm_up()));
-            writer = Some(gate.spawn_write_behind(stop_rx));
-            tracing::info!(store = %choice.describe(), "governance on: virtual keys, budgets, limits, spend logs");
-            // Deployments stored through `/model/new` join the router before the first request.
-            let admin =
-                match tollgate_server::gate::admin::context(&loaded, &state, &gate, Arc::new(env))
-                    .await
-                {
-                    Ok(a) => a,
-                    Err(e) => {
-                        eprintln!("error: stored models ({}): {e}", choice.describe());
-                        return ExitCode::FAILURE;
-                    }
-                };
-            if let Some(w) = tollgate_server::gate::unpriced::warning(&gate.unpriced(&state.router.load())) {
-                tracing::warn!("{w}");
-            }
-            Arc::new(state.with_gate(gate).with_admin(admin))
-        } else {
-            Arc::new(state)
-        };
-        // Counted as check-config counts them: every model group, a wildcard one once.
-        let (groups, wildcard_groups, aliases) = {
-            let r = state.router.load();
-            let concrete = r.groups().count();
-            let wild = r.wildcard_groups().count();
-            (concrete + wild, wild, r.public_names().count() - concrete)
-        };
-        tracing::info!(
-            version = tollgate_server::VERSION,
-            groups,
-            wildcard_groups,
-            aliases,
-            workers = serving_threads,
-            work_stealing = workers.is_none(),
-            auth = state.auth.requires_key(),
-            malloc_arenas = %arenas.map_or_else(|| "default".to_owned(), |n| n.to_string()),
-            "Tollgate listening on http://{local}"
-        );
-        let drain = Duration::from_secs_f64(cli.drain_seconds.max(0.0));
-        let listener = match listener.into_std() {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("error: cannot listen on {addr}: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let (stop_serving_tx, stop_serving) = tokio::sync::watch::channel(false);
-        let stop_serving_tx = Arc::new(stop_serving_tx);
-        tokio::spawn(serve::stop_on_signal(
-            Arc::clone(&state),
-            Arc::clone(&stop_serving_tx),
-        ));
-        let mut pool = None;
-        let served = match workers {
-            Some(n) => match serve::WorkerPool::spawn(&state, &listener, n, &stop_serving, drain) {
-                Ok(mut p) => {
-                    // The workers hold their own duplicates of the socket.
-                    drop(listener);
-                    drop(stop_serving);
-                    let r = p.drained(&stop_serving_tx).await;
-                    pool = Some(p);
-                    r
-                }
-                Err(e) => {
-                    eprintln!("error: cannot start {n} workers: {e}");
-                    return ExitCode::FAILURE;
-                }
-            },
-            None => match tokio::net::TcpListener::from_std(listener) {
-                Ok(l) => serve::serve_worker(Arc::clone(&state), l, None, stop_serving, drain).await,
-                Err(e) => Err(e),
-            },
-        };
-        // Flush spend counters and spend logs queued by the last requests, while the workers'
-        // runtimes (and the connections registered with them) still run.
-        let _ = stop_tx.send(true);
-        if let Some(w) = writer {
-            let _ = w.await;
+        return (None, served.map_err(StartupError::Serve));
+    };
+    match serve::WorkerPool::spawn(state, &listener, n, &stop_serving, drain) {
+        Ok(mut p) => {
+            // The workers hold their own duplicates of the socket.
+            drop(listener);
+            drop(stop_serving);
+            let served = p.drained(&stop_serving_tx).await;
+            (Some(p), served.map_err(StartupError::Serve))
         }
-        if let Some(p) = pool {
-            p.release();
-        }
-        match served {
-            Ok(()) => {
-                tracing::info!("shut down");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: server failed: {e}");
-                ExitCode::FAILURE
-            }
-        }
-    })
+        Err(source) => (None, Err(StartupError::Workers { workers: n, source })),
+    }
+}
+
+/// Opens the governance store, starts its write-behind (stopped by `stop`), loads the stored
+/// deployments and mounts the management API.
+async fn with_governance(
+    loaded: &LoadedConfig,
+    path: &Path,
+    state: AppState,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(Arc<AppState>, tokio::task::JoinHandle<()>), StartupError> {
+    let choice = StoreChoice::from_config(&loaded.config, path, &env)
+        .map_err(|e| StartupError::config(format_args!("general_settings.{e}")))?;
+    let gate = Gate::open(&loaded.config, &choice, &env)
+        .await
+        .map(Arc::new)
+        .map_err(|error| StartupError::Store {
+            store: choice.describe(),
+            error,
+        })?;
+    // Only the encodings of configured OpenAI-family models are built (each costs
+    // tens of MB resident); other models are counted as bytes/4.
+    let encodings: Vec<_> = loaded
+        .config
+        .model_list
+        .iter()
+        .map(|e| tollgate_governance::tokens::Encoding::for_model(&e.litellm_params.model))
+        .collect();
+    tokio::task::spawn_blocking(move || encodings.into_iter().for_each(|e| e.warm_up()));
+    let writer = gate.spawn_write_behind(stop);
+    tracing::info!(store = %choice.describe(), "governance on: virtual keys, budgets, limits, spend logs");
+    // Deployments stored through `/model/new` join the router before the first request.
+    let admin = tollgate_server::gate::admin::context(loaded, &state, &gate, Arc::new(env))
+        .await
+        .map_err(|error| StartupError::StoredModels {
+            store: choice.describe(),
+            error,
+        })?;
+    if let Some(w) = tollgate_server::gate::unpriced::warning(&gate.unpriced(&state.router.load()))
+    {
+        tracing::warn!("{w}");
+    }
+    Ok((Arc::new(state.with_gate(gate).with_admin(admin)), writer))
 }
 
 /// The address to listen on: `host` as an IP address, else the first address the name

@@ -3,10 +3,9 @@
 //! [`tollgate_protocol::model_name::check`] refuses (`a/../b`, `a//b`, a control character,
 //! `%2e%2e`, ...) is answered with a 400 before any alias, access check or routing sees it.
 
-use tollgate_protocol::ErrorEnvelope;
 use tollgate_protocol::model_name;
 
-use crate::errors::GatewayError;
+use crate::errors::{GatewayError, GatewayFailure};
 
 /// 400 `invalid_model_name` naming `param` (`model`, `fallbacks`) and the rule broken, when
 /// `name` is not a name the gateway accepts.
@@ -14,15 +13,8 @@ use crate::errors::GatewayError;
 /// Errors: the 400 as a [`GatewayError`] (rendered in the client's dialect by the caller).
 #[allow(clippy::result_large_err)] // the refusal path is cold
 pub fn check(name: &str, param: &'static str) -> Result<(), GatewayError> {
-    model_name::check(name).map_err(|why| {
-        ErrorEnvelope::bad_request(format!(
-            "Invalid model name '{}' in `{param}`: {why}. Model names are `/`-separated segments without `.`, `..` or empty segments, backslashes, control characters or percent-encoded bytes.",
-            name.escape_debug()
-        ))
-        .with_param(param)
-        .with_code("invalid_model_name")
-        .into()
-    })
+    model_name::check(name)
+        .map_err(|why| GatewayFailure::InvalidModelName { name, param, why }.into())
 }
 
 /// The request's own `fallbacks`, each name checked as [`check`] does.

@@ -44,18 +44,16 @@ use std::time::Instant;
 
 use axum::response::Response;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, header};
+use http::HeaderMap;
 use serde_json::Value;
-use tollgate_governance::admission::Rejection;
-use tollgate_protocol::ErrorEnvelope;
-use tollgate_router::{FailureClass, RouteError, Router};
+use tollgate_router::Router;
 use tollgate_translate::responses_to_chat::ResponseContext;
 use tollgate_translate::{
     RequestOptions, TranslateError, anthropic_to_chat, chat_to_anthropic, completions_to_anthropic,
     responses_to_anthropic, responses_to_chat,
 };
 
-use crate::errors::GatewayError;
+use crate::errors::{GatewayError, GatewayFailure};
 use crate::gate::admit::{Governed, access_name, check_access};
 use crate::headers::CallHeaders;
 use crate::plan::{Pair, Passthrough};
@@ -107,9 +105,11 @@ async fn run(
     let governed = admitted(state, endpoint, headers, &inbound, &router)?;
     // 3. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
     let policy = inbound.policy(headers, body.len())?;
-    let attempts = router
-        .plan(inbound.routed(), policy)
-        .map_err(|e| route_error(state, e, &inbound.identity))?;
+    let attempts = router.plan(inbound.routed(), policy).map_err(|e| {
+        GatewayFailure::route(e, || {
+            crate::routes::visible_models(state, &inbound.identity)
+        })
+    })?;
     let routed = Routed {
         state,
         endpoint,
@@ -169,101 +169,6 @@ enum Relay {
     Pass(Passthrough),
     /// Dialects differ.
     Translate(Pair),
-}
-
-/// The failure a `mock_response` names, as LiteLLM's `mock_completion` raises it:
-/// `litellm.RateLimitError` (429), `litellm.InternalServerError` (500),
-/// `litellm.ContextWindowExceededError` (400 `context_length_exceeded`); `None` for any other
-/// text, which is the mocked answer itself.
-fn mock_error(reply: &str) -> Option<(FailureClass, ErrorEnvelope)> {
-    Some(match reply {
-        "litellm.RateLimitError" => (
-            FailureClass::RateLimit,
-            ErrorEnvelope::new(
-                429,
-                "rate_limit_error",
-                "litellm.RateLimitError: this is a mock rate limit error",
-            ),
-        ),
-        "litellm.InternalServerError" => (
-            FailureClass::ServerError,
-            ErrorEnvelope::new(
-                500,
-                "server_error",
-                "litellm.InternalServerError: this is a mock internal server error",
-            ),
-        ),
-        "litellm.ContextWindowExceededError" => (
-            FailureClass::ContextWindowExceeded,
-            ErrorEnvelope::bad_request(
-                "litellm.ContextWindowExceededError: this is a mock context window exceeded error",
-            )
-            .with_code("context_length_exceeded"),
-        ),
-        _ => return None,
-    })
-}
-
-/// The error a simulated failure (`mock_testing_*fallbacks`) answers with when no fallback
-/// takes over, in LiteLLM's words: a 500 for `mock_testing_fallbacks`, a 400
-/// `context_length_exceeded` or `content_policy_violation` for the other two.
-fn simulated_failure(class: FailureClass, group: &str) -> GatewayError {
-    let message = |kind: &str| {
-        format!(
-            "litellm.{kind}: This is a mock exception for model={group}, to trigger a fallback."
-        )
-    };
-    let envelope = match class {
-        FailureClass::ContextWindowExceeded => {
-            ErrorEnvelope::bad_request(message("ContextWindowExceededError"))
-                .with_code("context_length_exceeded")
-        }
-        FailureClass::ContentPolicy => {
-            ErrorEnvelope::bad_request(message("ContentPolicyViolationError"))
-                .with_code("content_policy_violation")
-        }
-        _ => ErrorEnvelope::new(500, "server_error", message("InternalServerError")),
-    };
-    GatewayError::from(envelope)
-}
-
-/// A refused admission as an error response (status, type, message, `retry-after`,
-/// `x-ratelimit-*`).
-fn rejection_error(r: Rejection) -> GatewayError {
-    let mut e: GatewayError = ErrorEnvelope::new(r.status, r.error_type, r.message)
-        .with_code(r.status.to_string())
-        .into();
-    for (k, v) in r.headers {
-        if let (Ok(k), Ok(v)) = (HeaderName::try_from(k), HeaderValue::try_from(v)) {
-            e.headers.push((k, v));
-        }
-    }
-    e
-}
-
-/// 400 `invalid_header`: a count header that is not a non-negative integer.
-fn invalid_header(name: &HeaderName) -> GatewayError {
-    ErrorEnvelope::new(
-        400,
-        "invalid_request_error",
-        format!("The {name} header must be a non-negative integer."),
-    )
-    .with_code("invalid_header")
-    .into()
-}
-
-/// 429 "No deployments available" with `retry-after` (whole seconds, ≥ 1) until the first
-/// deployment returns from cooldown (B13).
-fn no_deployments(group: &str, retry_after_secs: u64) -> GatewayError {
-    let mut e: GatewayError = ErrorEnvelope::new(
-        429,
-        "rate_limit_error",
-        format!("No deployments available for selected model={group}. Try again in {retry_after_secs} s."),
-    )
-    .into();
-    e.headers
-        .push((header::RETRY_AFTER, HeaderValue::from(retry_after_secs)));
-    e
 }
 
 fn translate_request(
@@ -342,30 +247,4 @@ fn with_defaults(mut v: Value, defaults: &[(String, String)]) -> Value {
         }
     }
     v
-}
-
-/// 404 for an unknown model (OpenAI's status and code; the SDKs raise `NotFoundError`), naming
-/// the model and the models the caller may use.
-fn route_error(state: &AppState, e: RouteError, identity: &crate::auth::Identity) -> GatewayError {
-    match e {
-        RouteError::ModelNotFound(model) => {
-            let available = crate::routes::visible_models(state, identity);
-            let list = if available.is_empty() {
-                "none are configured".to_owned()
-            } else {
-                available.join(", ")
-            };
-            ErrorEnvelope::new(
-                404,
-                "invalid_request_error",
-                format!(
-                    "The model `{model}` does not exist or you do not have access to it. Models available: {list}."
-                ),
-            )
-            .with_param("model")
-            .with_code("model_not_found")
-            .into()
-        }
-        RouteError::NoDeployments(model) => no_deployments(&model, 1),
-    }
 }

@@ -20,10 +20,9 @@
 //! deployment's project, so the gateway keeps the boundary per key.
 
 use serde_json::Value;
-use tollgate_protocol::ErrorEnvelope;
 
 use crate::auth::Identity;
-use crate::errors::GatewayError;
+use crate::errors::{GatewayError, GatewayFailure};
 use crate::request::{Endpoint, ParsedRequest};
 use crate::response_store::ResponseStore;
 
@@ -94,25 +93,12 @@ pub fn is_proxy_admin(identity: &Identity) -> bool {
 /// 404 for a `previous_response_id` the caller may not continue: unknown, expired, or another
 /// caller's (OpenAI's error for an unknown id, word for word).
 pub fn previous_not_found(id: &str) -> GatewayError {
-    ErrorEnvelope::new(
-        404,
-        "invalid_request_error",
-        format!("Previous response with id '{id}' not found."),
-    )
-    .with_param("previous_response_id")
-    .with_code("previous_response_not_found")
-    .into()
+    GatewayFailure::PreviousResponseNotFound { id }.into()
 }
 
 /// 404 for `GET /v1/responses/{id}` the caller may not read, the same as for an unknown id.
 pub fn response_not_found(id: &str) -> GatewayError {
-    ErrorEnvelope::new(
-        404,
-        "invalid_request_error",
-        format!("Response with id '{id}' not found."),
-    )
-    .with_param("response_id")
-    .into()
+    GatewayFailure::ResponseNotFound { id }.into()
 }
 
 /// Refuses, before any routing, a `/v1/responses` request whose `previous_response_id` the

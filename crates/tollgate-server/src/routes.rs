@@ -12,10 +12,9 @@ use axum::routing::{MethodRouter, get, post};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use serde_json::json;
-use tollgate_protocol::ErrorEnvelope;
 
 use crate::auth::Identity;
-use crate::errors::GatewayError;
+use crate::errors::{GatewayError, GatewayFailure};
 use crate::pipeline;
 use crate::request::Endpoint;
 use crate::response_owner::response_not_found;
@@ -127,22 +126,12 @@ pub async fn inference(
         // the heap instead of being copied into each enclosing future (hyper's dispatcher, the
         // service's `Either`, this function's own state) as it is moved.
         Ok(b) => Box::pin(pipeline::handle(state, endpoint, headers, b)).await,
-        Err(rej) => {
-            let message = if rej.status == StatusCode::PAYLOAD_TOO_LARGE {
-                format!(
-                    "The request body is larger than this gateway accepts ({} MiB; general_settings.max_request_size_mb).",
-                    state.max_request_bytes / (1024 * 1024)
-                )
-            } else {
-                format!("Could not read the request body: {}", rej.detail)
-            };
-            GatewayError::from(ErrorEnvelope::new(
-                rej.status.as_u16(),
-                "invalid_request_error",
-                message,
-            ))
-            .into_response_in(endpoint.dialect())
-        }
+        Err(rej) => GatewayError::from(GatewayFailure::UnreadableBody {
+            status: rej.status,
+            detail: &rej.detail,
+            limit_bytes: state.max_request_bytes,
+        })
+        .into_response_in(endpoint.dialect()),
     }
 }
 
@@ -157,7 +146,7 @@ async fn get_response(
 ) -> Response {
     let identity = match s.auth.authenticate(&h, s.gov()) {
         Ok(i) => i,
-        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+        Err(e) => return GatewayError::from(e).into_response(),
     };
     match s.responses.get_for(&id, &identity) {
         Some(e) if !e.response.is_null() => axum::Json(e.response).into_response(),
@@ -204,10 +193,22 @@ async fn fetch_upstream_response(
                     b,
                     tollgate_protocol::Dialect::OpenAi,
                 ),
-                Err(e) => GatewayError::from(&e).into_response(),
+                Err(e) => upstream_failure(&e, dep).into_response(),
             }
         }
-        Err(e) => GatewayError::from(&e).into_response(),
+        Err(e) => upstream_failure(&e, dep).into_response(),
+    }
+}
+
+/// A transport failure fetching from `dep` (its timeouts are the deployment's own).
+fn upstream_failure<'a>(
+    error: &'a tollgate_providers::UpstreamError,
+    dep: &'a tollgate_providers::Deployment,
+) -> GatewayFailure<'a> {
+    GatewayFailure::Upstream {
+        error,
+        request_limit: false,
+        deployment: Some(&dep.id),
     }
 }
 
@@ -220,7 +221,7 @@ fn model_object(id: &str) -> serde_json::Value {
 async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
     let identity = match s.auth.authenticate(&h, s.gov()) {
         Ok(i) => i,
-        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+        Err(e) => return GatewayError::from(e).into_response(),
     };
     let data: Vec<_> = visible_models(&s, &identity)
         .iter()
@@ -296,7 +297,7 @@ pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
 async fn model(State(s): State<Arc<AppState>>, h: HeaderMap, Path(id): Path<String>) -> Response {
     let identity = match s.auth.authenticate(&h, s.gov()) {
         Ok(i) => i,
-        Err(e) => return GatewayError::from(e.envelope()).into_response(),
+        Err(e) => return GatewayError::from(e).into_response(),
     };
     if let Err(e) = crate::model_names::check(&id, "model") {
         return e.into_response();
@@ -304,16 +305,7 @@ async fn model(State(s): State<Arc<AppState>>, h: HeaderMap, Path(id): Path<Stri
     if visible_models(&s, &identity).contains(&id) {
         return axum::Json(model_object(&id)).into_response();
     }
-    GatewayError::from(
-        ErrorEnvelope::new(
-            404,
-            "invalid_request_error",
-            format!("The model `{id}` does not exist or you do not have access to it."),
-        )
-        .with_param("model")
-        .with_code("model_not_found"),
-    )
-    .into_response()
+    GatewayFailure::UnknownModelId { id: &id }.into_response()
 }
 
 async fn liveliness() -> Response {
@@ -338,11 +330,10 @@ async fn readiness(State(s): State<Arc<AppState>>) -> Response {
 }
 
 async fn method_not_allowed(method: http::Method, uri: http::Uri) -> Response {
-    GatewayError::from(ErrorEnvelope::new(
-        405,
-        "invalid_request_error",
-        format!("Method {method} is not allowed on {}", uri.path()),
-    ))
+    GatewayFailure::MethodNotAllowed {
+        method: &method,
+        path: uri.path(),
+    }
     .into_response()
 }
 
@@ -352,25 +343,7 @@ async fn method_not_allowed(method: http::Method, uri: http::Uri) -> Response {
 async fn not_found(uri: http::Uri, admin_mounted: bool) -> Response {
     let path = uri.path();
     if !admin_mounted && tollgate_admin::is_management_path(path) {
-        return GatewayError::from(
-            ErrorEnvelope::new(
-                400,
-                "invalid_request_error",
-                format!(
-                    "{path} is part of the management API, which runs only with a master key: \
-                     set general_settings.master_key (or LITELLM_MASTER_KEY) to turn on virtual \
-                     keys, teams, budgets and spend tracking (stored in an embedded SQLite file, \
-                     or in Postgres with general_settings.database_url)"
-                ),
-            )
-            .with_code("management_api_off"),
-        )
-        .into_response();
+        return GatewayFailure::ManagementApiOff { path }.into_response();
     }
-    GatewayError::from(ErrorEnvelope::new(
-        404,
-        "invalid_request_error",
-        format!("Unknown route: {path}"),
-    ))
-    .into_response()
+    GatewayFailure::UnknownRoute { path }.into_response()
 }

@@ -10,7 +10,8 @@ use tollgate_config::LoadedConfig;
 use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::SecretBox;
 
-use crate::auth::{AuthError, Authenticator, Identity};
+use crate::auth::{Authenticator, Identity};
+use crate::errors::GatewayFailure;
 use crate::gate::models::ModelCatalog;
 use crate::gate::{Gate, GateError};
 use crate::state::{AppState, EnvLookup};
@@ -28,14 +29,7 @@ impl Authorize for ServerAuthorize {
         match self.auth.authenticate(headers, Some(&self.gov)) {
             Ok(Identity::Open | Identity::Master) => Ok(Caller::Admin),
             Ok(Identity::Key(p)) => Ok(Caller::Key(p)),
-            Err(e) => Err(AuthFailure {
-                status: 401,
-                error_type: match &e {
-                    AuthError::Key(k) => k.error_type(),
-                    _ => "auth_error",
-                },
-                message: e.to_string(),
-            }),
+            Err(e) => Err(GatewayFailure::management_auth(e)),
         }
     }
 }

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use http::HeaderMap;
 use tollgate_governance::admission::{AdmitRequest, Estimate, Rejection};
 use tollgate_governance::runtime::{Charge, Principal, RequestFacts, needs_token_count};
-use tollgate_protocol::ErrorEnvelope;
 use tollgate_providers::Deployment;
 use tollgate_router::ModelGroup;
 
 use super::{Gate, facts, spend_row};
 use crate::errors::GatewayError;
+use crate::errors::GatewayFailure;
 use crate::request::{Endpoint, ParsedRequest};
 
 /// Governance state of one request (governance on), built once after authentication.
@@ -118,7 +118,7 @@ impl<'a> Governed<'a> {
                     routed: (a.fallback_index == 0).then_some(a.routed),
                 },
             )
-            .map_err(|e| Refusal::Denied(ErrorEnvelope::bad_request(e.to_string()).into()))?;
+            .map_err(|e| Refusal::Denied(GatewayFailure::BlockedEndUser(e).into()))?;
         let price = self.gate.price_for(a.dep, a.upstream_model);
         let prompt = if needs_token_count(&scopes) {
             *self
@@ -180,15 +180,6 @@ pub fn check_access(
 ) -> Result<(), GatewayError> {
     match p.model_denial(name, &gate.gov.access_groups()) {
         None => Ok(()),
-        Some(by) => Err(ErrorEnvelope::new(
-            403,
-            by.error_type(),
-            format!(
-                "The requested model '{requested}' is not available for this API key, or the model name is invalid. Call `/v1/models` to view the models available to your key."
-            ),
-        )
-        .with_param("model")
-        .with_code("403")
-        .into()),
+        Some(by) => Err(GatewayFailure::ModelAccessDenied { by, requested }.into()),
     }
 }

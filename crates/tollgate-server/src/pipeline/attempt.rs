@@ -16,11 +16,11 @@ use tollgate_router::{CallTiming, FailureClass, Outcome, StreamSlot};
 
 use super::answer::{Relaying, relay};
 use super::inbound::ClientTimeouts;
-use super::mock_error;
 use super::prepare::{Attempting, Outbound, Prepared, prepare};
-use super::send::{Outgoing, Reply, classify, per_request_headers, send};
+use super::send::{Outgoing, Reply, per_request_headers, send};
 use super::settle::CallGuard;
 use crate::errors::GatewayError;
+use crate::errors::{GatewayFailure, MockException, classify};
 use crate::gate::unreported::Unreported;
 use crate::relay::{CallRecord, Settled};
 use crate::request::{Endpoint, ParsedRequest};
@@ -123,9 +123,11 @@ async fn stages(state: &Arc<AppState>, call: Call<'_>, guard: CallGuard<'_>) -> 
     // cooldowns and fallbacks apply; nothing is billed).
     let dep_mock = dep.mock.as_ref().and_then(|m| m.reply.as_deref());
     let mock_text = req.mock_response.as_deref().or(dep_mock);
-    if let Some((class, envelope)) = mock_text.and_then(mock_error) {
-        let settled = guard.fail(envelope.status);
-        return Ending::failed(envelope.into(), Some(class), settled);
+    if let Some(m) = mock_text.and_then(MockException::named) {
+        let class = m.class();
+        let e = GatewayError::from(GatewayFailure::Mock(m));
+        let settled = guard.fail(e.envelope.status);
+        return Ending::failed(e, Some(class), settled);
     }
 
     // prepare: a request's own `mock_response` is answered in process, as by a `mock/`

@@ -15,8 +15,8 @@ use tollgate_router::{Attempt, AttemptPlan, FailureClass, Outcome, PlanEnd, Rout
 
 use super::attempt::{self, Call};
 use super::inbound::{ClientTimeouts, Inbound};
-use super::{no_deployments, rejection_error, simulated_failure};
 use crate::errors::GatewayError;
+use crate::errors::GatewayFailure;
 use crate::gate::admit::{AttemptInfo, Governed, Refusal};
 use crate::gate::spend_headers::{attempt_counts, spend_headers};
 use crate::relay::Settled;
@@ -110,7 +110,8 @@ pub async fn run(
         {
             drop(charge);
             attempts.report(&attempt, Outcome::Simulated { class }, Instant::now());
-            last = Some(Err(simulated_failure(class, &attempt.group.name)));
+            let group = &attempt.group.name;
+            last = Some(Err(GatewayFailure::Simulated { class, group }.into()));
             continue;
         }
         if let Some(c) = &charge {
@@ -156,7 +157,7 @@ fn admit(
     match g.admit(&r.inbound.req, r.endpoint, info) {
         Ok(c) => Ok(Some(c)),
         Err(Refusal::Denied(e)) => Err(e),
-        Err(Refusal::Rejected(rejection)) => Err(rejection_error(rejection)),
+        Err(Refusal::Rejected(rejection)) => Err(GatewayFailure::Rejected(rejection).into()),
     }
 }
 
@@ -224,11 +225,16 @@ fn conclude(
     let summary = attempts.summary();
     let mut result = match (last, summary.end) {
         (Some(r), _) => r,
-        (None, end @ PlanEnd::NoDeployments { group, .. }) => Err(no_deployments(
-            group,
-            end.retry_after_header_secs().unwrap_or(1),
-        )),
-        (None, _) => Err(no_deployments(model, 1)),
+        (None, end @ PlanEnd::NoDeployments { group, .. }) => Err(GatewayFailure::NoDeployments {
+            group: group.into(),
+            retry_after_secs: end.retry_after_header_secs().unwrap_or(1),
+        }
+        .into()),
+        (None, _) => Err(GatewayFailure::NoDeployments {
+            group: model.into(),
+            retry_after_secs: 1,
+        }
+        .into()),
     };
     attempt_counts(
         &mut result,

@@ -9,6 +9,7 @@ use tollgate_router::RequestPolicy;
 use crate::auth::Identity;
 use crate::clientside::ClientUpstream;
 use crate::errors::GatewayError;
+use crate::errors::GatewayFailure;
 use crate::headers::{X_LITELLM_NUM_RETRIES, X_LITELLM_STREAM_TIMEOUT, X_LITELLM_TIMEOUT};
 use crate::request::{Endpoint, ParsedRequest};
 use crate::state::AppState;
@@ -83,7 +84,8 @@ impl<'b> Inbound<'b> {
         let req = &self.req;
         let num_retries = match req.num_retries()? {
             Some(n) => Some(n),
-            None => header_count(headers, &X_LITELLM_NUM_RETRIES).map_err(super::invalid_header)?,
+            None => header_count(headers, &X_LITELLM_NUM_RETRIES)
+                .map_err(|name| GatewayFailure::InvalidHeader { name })?,
         };
         Ok(RequestPolicy {
             num_retries,
@@ -109,7 +111,7 @@ impl<'b> Inbound<'b> {
 }
 
 /// A count header (`x-litellm-num-retries`): absent is `None`; anything but a non-negative
-/// integer is an error naming the header (see [`super::invalid_header`]), not silently ignored.
+/// integer is an error naming the header (see [`GatewayFailure::InvalidHeader`]), not silently ignored.
 fn header_count<'n>(
     headers: &HeaderMap,
     name: &'n HeaderName,

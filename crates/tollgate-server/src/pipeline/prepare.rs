@@ -7,12 +7,12 @@ use axum::response::Response;
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::Value;
-use tollgate_protocol::ErrorEnvelope;
 use tollgate_providers::{Deployment, WireDialect};
 use tollgate_translate::RequestOptions;
 
 use super::{Relay, translate_error, translate_request, with_defaults};
 use crate::errors::GatewayError;
+use crate::errors::GatewayFailure;
 use crate::plan::{Passthrough, Plan, plan};
 use crate::request::{Endpoint, ParsedRequest};
 use crate::response_session::ResponsesSession;
@@ -101,9 +101,7 @@ pub fn prepare<'s>(
             (path, Bytes::from(out), Relay::Pass(kind))
         }
         Plan::Translate(pair) => {
-            let value: Value = serde_json::from_slice(body).map_err(|e| {
-                GatewayError::from(ErrorEnvelope::bad_request(format!("Invalid JSON: {e}")))
-            })?;
+            let value: Value = serde_json::from_slice(body).map_err(GatewayFailure::InvalidJson)?;
             let opts = RequestOptions {
                 upstream_model: Some(upstream_model.to_owned()),
                 ..RequestOptions::default()

@@ -3,16 +3,14 @@
 //! event stream whose first event is not an error. Transport failures and errors in a
 //! stream's first event come back with the failure class the router acts on.
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
-use serde_json::Value;
+
 use tollgate_providers::deployment::MockBehaviour;
 use tollgate_providers::{Deployment, Upstream, UpstreamError, UpstreamRequest, UpstreamResponse};
 use tollgate_router::FailureClass;
 
-use crate::errors::GatewayError;
+use crate::errors::{GatewayError, upstream_failure};
 use crate::mock_provider::MockUpstream;
 use crate::relay::first_event::{self, Peek, Primed};
 use crate::relay::unary::MAX_ERROR_BODY;
@@ -92,17 +90,11 @@ pub async fn send(
         Some(behaviour) => MockUpstream { behaviour }.send(request).await,
         None => state.client.send(request).await,
     };
-    let fail = |what: &str, e: UpstreamError| {
-        tracing::warn!(deployment = %dep.id, error = %e, "{what}");
-        (
-            GatewayError::from_upstream(&e, out.client_shortened),
-            upstream_error_class(&e, out.client_shortened),
-        )
-    };
-    let upstream = upstream.map_err(|e| fail("upstream call failed", e))?;
+    let fail = |e: UpstreamError| upstream_failure(&e, &dep.id, out.client_shortened);
+    let upstream = upstream.map_err(fail)?;
     read(upstream, dep, peek)
         .await
-        .map_err(|e| e.unwrap_or_else(|e| fail("upstream response failed", e)))
+        .map_err(|e| e.unwrap_or_else(fail))
 }
 
 /// Reads the answer after its head. Errors: a stream's first event (`Ok`), or the body's
@@ -138,46 +130,6 @@ async fn read(
         headers,
         body,
     })
-}
-
-/// The failure class of a transport-level error. A timeout counts against the deployment only
-/// when it is the deployment's own limit, not a shorter one the client asked for.
-fn upstream_error_class(e: &UpstreamError, client_shortened: bool) -> FailureClass {
-    match e {
-        UpstreamError::Timeout { .. } if client_shortened => FailureClass::ClientTimeout,
-        UpstreamError::Timeout { .. } => FailureClass::Timeout,
-        UpstreamError::Connect(_) | UpstreamError::Read(_) => FailureClass::Connection,
-        UpstreamError::TooLarge { .. } | UpstreamError::Build(_) => FailureClass::ServerError,
-    }
-}
-
-/// Class and `retry-after` of an upstream error response (any dialect's error body).
-pub fn classify(
-    status: StatusCode,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> (FailureClass, Option<Duration>) {
-    let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let err = v.get("error").unwrap_or(&v);
-    let code = err
-        .get("code")
-        .and_then(Value::as_str)
-        .or_else(|| err.get("type").and_then(Value::as_str));
-    // TGI and Ollama write the message as the `error` string itself.
-    let message = err
-        .get("message")
-        .and_then(Value::as_str)
-        .or_else(|| err.as_str());
-    let message = message.unwrap_or("");
-    let retry_after = header_num::<f64>(headers, "retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0))
-        .or_else(|| {
-            header_num::<f64>(headers, "retry-after").map(|s| Duration::from_secs_f64(s.max(0.0)))
-        });
-    (
-        FailureClass::from_upstream(status.as_u16(), code, message),
-        retry_after,
-    )
 }
 
 /// A numeric request or response header, if present and valid.
