@@ -8,6 +8,7 @@
 //!
 //! Tables and columns are LiteLLM's ([`schema`]), so a LiteLLM database keeps working.
 
+mod backend;
 mod codec;
 mod daily;
 mod db_error;
@@ -21,6 +22,8 @@ pub mod probe;
 pub mod schema;
 pub mod secret_box;
 mod spend_ids;
+mod sql_spend;
+mod sql_store;
 mod sqlite;
 mod writer;
 
