@@ -37,18 +37,17 @@ use tollgate_governance::admission::{
 use tollgate_governance::runtime::{Charge, Principal, RequestFacts, needs_token_count};
 use tollgate_governance::store::SpendLogRow;
 use tollgate_protocol::ErrorEnvelope;
-use tollgate_protocol::usage::{anthropic_response_usage, openai_response_usage};
 use tollgate_providers::UpstreamError;
 use tollgate_providers::deployment::MockBehaviour;
 use tollgate_providers::{Deployment, WireDialect};
 use tollgate_router::{
     CallTiming, FailureClass, ModelGroup, Outcome, PlanEnd, RequestPolicy, RouteError, StreamSlot,
 };
-use tollgate_translate::responses_to_chat::ResponseContext;
-use tollgate_translate::{
-    RequestOptions, TranslateError, anthropic_to_chat, chat_to_anthropic, completions_to_anthropic,
-    responses_to_anthropic, responses_to_chat,
+use tollgate_translate::codec::{
+    Answer, Codec, EventFormat, RequestRule, StreamRule, TranslateRequest,
 };
+use tollgate_translate::responses_to_chat::ResponseContext;
+use tollgate_translate::{RequestOptions, TranslateError};
 
 use crate::errors::GatewayError;
 use crate::gate::facts;
@@ -58,11 +57,10 @@ use crate::headers::{
     X_LITELLM_STREAM_TIMEOUT, X_LITELLM_TIMEOUT, forward_upstream,
 };
 use crate::mock_provider::{self, MockAnswer};
-use crate::plan::{Pair, Passthrough, Plan, plan};
+use crate::plan::{Plan, plan};
 use crate::relay::first_event::{self, Peek, Primed};
 use crate::relay::handlers::{
     AnthropicPassthrough, EventHandler, OpenAiPassthrough, ResponsesPassthrough, Translated,
-    responses_usage,
 };
 use crate::relay::stream::StreamRelay;
 use crate::relay::unary::{MAX_ERROR_BODY, relay_body};
@@ -104,15 +102,6 @@ struct Ids<'a> {
     /// The last attempt's deployment id and model group, as shared header values.
     model_id: Option<HeaderValue>,
     model_group: Option<HeaderValue>,
-}
-
-/// How the answer is relayed, once the request is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Relay {
-    /// Same dialect.
-    Pass(Passthrough),
-    /// Dialects differ.
-    Translate(Pair),
 }
 
 /// An upstream's answer, before relaying.
@@ -792,9 +781,9 @@ async fn attempt_once(
     } else {
         String::new()
     };
-    let mut client_request: Option<Value> = None;
+    let mut client_request: Option<Arc<Value>> = None;
     let mut history: Vec<Value> = Vec::new();
-    let (path, upstream_body, relay) = match plan {
+    let codec = match plan {
         Plan::LocalTokenCount => {
             let n = estimate_input_tokens(req);
             report.settled = finish(state, record);
@@ -803,22 +792,25 @@ async fn attempt_once(
                 Bytes::from(format!("{{\"input_tokens\":{n}}}")),
             ));
         }
-        Plan::Passthrough { path, kind } => {
+        Plan::Call(codec) => codec,
+    };
+    let path = codec.upstream_path();
+    let upstream_body = match codec.request() {
+        RequestRule::Forward(rewrite) => {
             let mut out = Vec::new();
             req.upstream_body(
                 upstream_model,
                 &dep.defaults,
                 dep.provider.unsupported_fields,
-                kind == Passthrough::OpenAi,
-                endpoint == Endpoint::Messages && kind == Passthrough::Anthropic,
+                rewrite.force_stream_usage,
+                rewrite.anthropic_metadata,
                 &mut out,
             );
-            (path, Bytes::from(out), Relay::Pass(kind))
+            Bytes::from(out)
         }
-        Plan::Translate(pair) => {
-            let value: Value = serde_json::from_slice(body).map_err(|e| {
-                GatewayError::from(ErrorEnvelope::bad_request(format!("Invalid JSON: {e}")))
-            })?;
+        RequestRule::Translate(translate) => {
+            // parsed once per request, whichever attempt translates first
+            let value = req.json().map_err(GatewayError::from)?;
             let opts = RequestOptions {
                 upstream_model: Some(upstream_model.to_owned()),
                 ..RequestOptions::default()
@@ -831,13 +823,9 @@ async fn attempt_once(
                     .history;
             }
             let translated =
-                translate_request(pair, &value, &opts, &history).map_err(translate_error)?;
+                translate_request(translate, &value, &opts, &history).map_err(translate_error)?;
             client_request = Some(value);
-            (
-                pair.upstream_path(),
-                Bytes::from(with_defaults(translated, &dep.defaults).to_string()),
-                Relay::Translate(pair),
-            )
+            Bytes::from(with_defaults(translated, &dep.defaults).to_string())
         }
     };
 
@@ -874,23 +862,29 @@ async fn attempt_once(
     {
         report.failure = Some(classify(*status, up, body));
     }
-    let ctx_request = client_request.as_ref().unwrap_or(&Value::Null);
-    let ctx = ResponseContext {
-        response_id: &response_id,
-        created_at: created,
-        completed_at: created,
-        request: ctx_request,
+    let ctx_request = client_request.as_deref().unwrap_or(&Value::Null);
+    let answer = Answer {
+        call_id,
+        include_usage: req.include_usage,
+        context: ResponseContext {
+            response_id: &response_id,
+            created_at: created,
+            completed_at: created,
+            request: ctx_request,
+        },
     };
 
     // 6. relay
     match reply {
         Reply::Stream { headers: up, body } => {
-            let handler: Box<dyn EventHandler> = match relay {
-                Relay::Pass(Passthrough::OpenAi) => {
+            let handler: Box<dyn EventHandler> = match stream_translator(codec, &answer) {
+                StreamRule::Relay(EventFormat::OpenAiChunks) => {
                     Box::new(OpenAiPassthrough::new(!req.include_usage))
                 }
-                Relay::Pass(Passthrough::Anthropic) => Box::<AnthropicPassthrough>::default(),
-                Relay::Pass(Passthrough::Responses) => {
+                StreamRule::Relay(EventFormat::AnthropicEvents) => {
+                    Box::<AnthropicPassthrough>::default()
+                }
+                StreamRule::Relay(EventFormat::ResponsesEvents) => {
                     let store = Arc::clone(&state.responses);
                     let (dep_id, group) = (dep.id.clone(), group.to_owned());
                     let owner = ResponseOwner::of(identity);
@@ -898,10 +892,11 @@ async fn attempt_once(
                         remember_upstream_response(store.as_ref(), id, dep_id, group, owner);
                     })))
                 }
-                Relay::Translate(pair) => {
-                    let t = stream_translator(pair, req, created, &ctx, call_id);
-                    match (pair, client_request) {
-                        (Pair::ResponsesToChat | Pair::ResponsesToAnthropic, Some(cr)) => {
+                StreamRule::Translate(t) => {
+                    let t = Translated::new(t);
+                    match client_request {
+                        // a translated Responses answer is stored for `previous_response_id`
+                        Some(cr) if endpoint == Endpoint::Responses => {
                             let store = Arc::clone(&state.responses);
                             let (group, owner) = (group.to_owned(), ResponseOwner::of(identity));
                             Box::new(t.on_response(Box::new(move |resp| {
@@ -931,23 +926,18 @@ async fn attempt_once(
             body,
         } => {
             record.status = status.as_u16();
-            let upstream_anthropic = matches!(relay, Relay::Pass(Passthrough::Anthropic))
-                || matches!(relay, Relay::Translate(p) if p.upstream_is_anthropic());
+            let forwarded = matches!(codec.request(), RequestRule::Forward(_));
             if status.is_success() {
                 if record.charge.is_some() {
                     record.response_id = crate::relay::response_id(&body);
                 }
-                record.usage = if upstream_anthropic {
-                    anthropic_response_usage(&body)
-                } else if matches!(relay, Relay::Pass(Passthrough::Responses)) {
-                    responses_usage(&body)
-                } else {
-                    openai_response_usage(&body)
-                };
+                record.usage = codec.usage(&body);
                 record.unreported.answer(&body, record.usage);
             }
+            // OpenAI's own Responses answer: its id is remembered for `previous_response_id`
             if status.is_success()
-                && let Relay::Pass(Passthrough::Responses) = relay
+                && forwarded
+                && endpoint == Endpoint::Responses
                 && let Some(id) = serde_json::from_slice::<Value>(&body)
                     .ok()
                     .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
@@ -960,41 +950,40 @@ async fn attempt_once(
                     ResponseOwner::of(identity),
                 );
             }
-            let resp = match relay {
-                Relay::Pass(_) => Ok(relay_body(status, &up, body, dialect)),
-                Relay::Translate(pair) if status.is_success() => {
-                    translate_response(pair, &body, created, &ctx, call_id)
-                        .map(|v| {
-                            // The spend log keys the call by the id the client saw.
-                            if record.charge.is_some() {
-                                record.response_id = v["id"].as_str().map(str::to_owned);
-                            }
-                            if matches!(pair, Pair::ResponsesToChat | Pair::ResponsesToAnthropic) {
-                                store_response(
-                                    state.responses.as_ref(),
-                                    &history,
-                                    ctx.request,
-                                    &v,
-                                    group.to_owned(),
-                                    ResponseOwner::of(identity),
-                                );
-                            }
-                            json_response(StatusCode::OK, Bytes::from(v.to_string()))
-                        })
-                        .map_err(translate_error)
+            let resp = if status.is_success() {
+                match translate_response(codec, &body, &answer) {
+                    Ok(None) => Ok(relay_body(status, &up, body, dialect)),
+                    Ok(Some(v)) => {
+                        // The spend log keys the call by the id the client saw.
+                        if record.charge.is_some() {
+                            record.response_id = v["id"].as_str().map(str::to_owned);
+                        }
+                        // a translated Responses answer is stored for `previous_response_id`
+                        if endpoint == Endpoint::Responses {
+                            store_response(
+                                state.responses.as_ref(),
+                                &history,
+                                answer.context.request,
+                                &v,
+                                group.to_owned(),
+                                ResponseOwner::of(identity),
+                            );
+                        }
+                        Ok(json_response(StatusCode::OK, Bytes::from(v.to_string())))
+                    }
+                    Err(e) => Err(translate_error(e)),
                 }
-                Relay::Translate(_) => {
-                    let env = tollgate_translate::errors::map_upstream_error(
-                        status.as_u16(),
-                        &body,
-                        dialect,
-                    );
-                    let mut e = GatewayError::from(env);
-                    let mut fwd = HeaderMap::new();
-                    forward_upstream(&up, &mut fwd);
-                    e.headers
-                        .extend(fwd.into_iter().filter_map(|(k, v)| k.map(|k| (k, v))));
-                    Err(e)
+            } else {
+                match codec.upstream_error(status.as_u16(), &body) {
+                    None => Ok(relay_body(status, &up, body, dialect)),
+                    Some(env) => {
+                        let mut e = GatewayError::from(env);
+                        let mut fwd = HeaderMap::new();
+                        forward_upstream(&up, &mut fwd);
+                        e.headers
+                            .extend(fwd.into_iter().filter_map(|(k, v)| k.map(|k| (k, v))));
+                        Err(e)
+                    }
                 }
             };
             if let Err(e) = &resp {
@@ -1226,63 +1215,28 @@ fn per_request_headers(headers: &HeaderMap, dep: &Deployment) -> Vec<(HeaderName
         .collect()
 }
 
+/// The upstream request of a translating pair, from the client's request parsed once.
 fn translate_request(
-    pair: Pair,
+    translate: TranslateRequest,
     v: &Value,
     opts: &RequestOptions,
     history: &[Value],
 ) -> Result<Value, TranslateError> {
-    match pair {
-        Pair::ChatToAnthropic => chat_to_anthropic::request(v, opts),
-        Pair::CompletionsToAnthropic => completions_to_anthropic::request(v, opts),
-        Pair::MessagesToChat => anthropic_to_chat::request(v, opts),
-        Pair::ResponsesToChat => responses_to_chat::request(v, opts, history),
-        Pair::ResponsesToAnthropic => responses_to_anthropic::request(v, opts, history),
-    }
+    translate(v, opts, history)
 }
 
+/// A 2xx upstream body in the client's dialect; `None`: relayed as it is (same dialect).
 fn translate_response(
-    pair: Pair,
+    codec: &dyn Codec,
     body: &[u8],
-    created: u64,
-    ctx: &ResponseContext<'_>,
-    call_id: &str,
-) -> Result<Value, TranslateError> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| TranslateError::InvalidResponse(format!("not JSON: {e}")))?;
-    let out = match pair {
-        Pair::ChatToAnthropic => chat_to_anthropic::response(&v, created)?,
-        Pair::CompletionsToAnthropic => completions_to_anthropic::response(&v, created)?,
-        Pair::MessagesToChat => anthropic_to_chat::response(&v, call_id)?,
-        Pair::ResponsesToChat => responses_to_chat::response(&v, ctx)?,
-        Pair::ResponsesToAnthropic => responses_to_anthropic::response(&v, ctx)?,
-    };
-    Ok(out)
+    answer: &Answer<'_>,
+) -> Result<Option<Value>, TranslateError> {
+    codec.response(body, answer)
 }
 
-fn stream_translator(
-    pair: Pair,
-    req: &ParsedRequest<'_>,
-    created: u64,
-    ctx: &ResponseContext<'_>,
-    call_id: &str,
-) -> Translated {
-    Translated::new(match pair {
-        Pair::ChatToAnthropic => Box::new(chat_to_anthropic::StreamTranslator::new(
-            chat_to_anthropic::StreamOptions {
-                include_usage: req.include_usage,
-                created,
-                drop_reasoning: false,
-            },
-        )),
-        Pair::CompletionsToAnthropic => Box::new(completions_to_anthropic::StreamTranslator::new(
-            req.include_usage,
-            created,
-        )),
-        Pair::MessagesToChat => Box::new(anthropic_to_chat::StreamTranslator::new(call_id)),
-        Pair::ResponsesToChat => Box::new(responses_to_chat::StreamTranslator::new(ctx)),
-        Pair::ResponsesToAnthropic => Box::new(responses_to_anthropic::StreamTranslator::new(ctx)),
-    })
+/// How a 2xx stream reaches the client: relayed in its event format, or translated.
+fn stream_translator(codec: &dyn Codec, answer: &Answer<'_>) -> StreamRule {
+    codec.stream(answer)
 }
 
 /// The refusal in the client's dialect, naming the field (`param`) where the error does.
