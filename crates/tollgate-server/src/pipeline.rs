@@ -47,18 +47,14 @@ use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::Value;
 use tollgate_router::Router;
-use tollgate_translate::responses_to_chat::ResponseContext;
-use tollgate_translate::{
-    RequestOptions, TranslateError, anthropic_to_chat, chat_to_anthropic, completions_to_anthropic,
-    responses_to_anthropic, responses_to_chat,
-};
+use tollgate_translate::codec::{self, Codec, StreamRule, TranslateRequest};
+use tollgate_translate::{RequestOptions, TranslateError};
 
 use crate::errors::{GatewayError, GatewayFailure};
 use crate::gate::admit::{Governed, access_name, check_access};
 use crate::headers::CallHeaders;
-use crate::plan::{Pair, Passthrough};
-use crate::relay::handlers::Translated;
-use crate::request::{Endpoint, ParsedRequest};
+
+use crate::request::Endpoint;
 use crate::state::AppState;
 use attempts::{Answer, AttemptIds, Routed};
 use inbound::Inbound;
@@ -162,72 +158,28 @@ fn admitted<'s>(
     Ok(governed)
 }
 
-/// How the answer is relayed, once the request is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Relay {
-    /// Same dialect.
-    Pass(Passthrough),
-    /// Dialects differ.
-    Translate(Pair),
-}
-
+/// The codec's request translation (named, so the stages read the same for every pair).
 fn translate_request(
-    pair: Pair,
+    translate: TranslateRequest,
     v: &Value,
     opts: &RequestOptions,
     history: &[Value],
 ) -> Result<Value, TranslateError> {
-    match pair {
-        Pair::ChatToAnthropic => chat_to_anthropic::request(v, opts),
-        Pair::CompletionsToAnthropic => completions_to_anthropic::request(v, opts),
-        Pair::MessagesToChat => anthropic_to_chat::request(v, opts),
-        Pair::ResponsesToChat => responses_to_chat::request(v, opts, history),
-        Pair::ResponsesToAnthropic => responses_to_anthropic::request(v, opts, history),
-    }
+    translate(v, opts, history)
 }
 
+/// A 2xx body in the client's dialect: `None` when it is relayed as it is.
 fn translate_response(
-    pair: Pair,
+    codec: &dyn Codec,
     body: &[u8],
-    created: u64,
-    ctx: &ResponseContext<'_>,
-    call_id: &str,
-) -> Result<Value, TranslateError> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| TranslateError::InvalidResponse(format!("not JSON: {e}")))?;
-    let out = match pair {
-        Pair::ChatToAnthropic => chat_to_anthropic::response(&v, created)?,
-        Pair::CompletionsToAnthropic => completions_to_anthropic::response(&v, created)?,
-        Pair::MessagesToChat => anthropic_to_chat::response(&v, call_id)?,
-        Pair::ResponsesToChat => responses_to_chat::response(&v, ctx)?,
-        Pair::ResponsesToAnthropic => responses_to_anthropic::response(&v, ctx)?,
-    };
-    Ok(out)
+    answer: &codec::Answer<'_>,
+) -> Result<Option<Value>, TranslateError> {
+    codec.response(body, answer)
 }
 
-fn stream_translator(
-    pair: Pair,
-    req: &ParsedRequest<'_>,
-    created: u64,
-    ctx: &ResponseContext<'_>,
-    call_id: &str,
-) -> Translated {
-    Translated::new(match pair {
-        Pair::ChatToAnthropic => Box::new(chat_to_anthropic::StreamTranslator::new(
-            chat_to_anthropic::StreamOptions {
-                include_usage: req.include_usage,
-                created,
-                drop_reasoning: false,
-            },
-        )),
-        Pair::CompletionsToAnthropic => Box::new(completions_to_anthropic::StreamTranslator::new(
-            req.include_usage,
-            created,
-        )),
-        Pair::MessagesToChat => Box::new(anthropic_to_chat::StreamTranslator::new(call_id)),
-        Pair::ResponsesToChat => Box::new(responses_to_chat::StreamTranslator::new(ctx)),
-        Pair::ResponsesToAnthropic => Box::new(responses_to_anthropic::StreamTranslator::new(ctx)),
-    })
+/// How a 2xx stream reaches the client: relayed by event format, or translated.
+fn stream_translator(codec: &dyn Codec, answer: &codec::Answer<'_>) -> StreamRule {
+    codec.stream(answer)
 }
 
 /// The refusal in the client's dialect, naming the field (`param`) where the error does.

@@ -1,113 +1,93 @@
-//! Which way a request goes: passthrough (client and upstream speak the same dialect) or
-//! translation (they differ), decided from the endpoint and the deployment's wire dialect.
+//! Which codec answers a request: the one table from (client endpoint, upstream) to the
+//! [`Codec`] that builds the upstream body and brings the answer back. Everything after the
+//! plan holds the chosen codec and calls it; nothing else looks at the dialect pair.
+//!
+//! Adding a wire format: a codec per new pair in `tollgate_translate` and a row here.
 
 use tollgate_protocol::ErrorEnvelope;
 use tollgate_providers::{Deployment, WireDialect};
+use tollgate_translate::anthropic_to_chat::MessagesToChat;
+use tollgate_translate::chat_to_anthropic::ChatToAnthropic;
+use tollgate_translate::codec::{Codec, passthrough};
+use tollgate_translate::completions_to_anthropic::CompletionsToAnthropic;
+use tollgate_translate::responses_to_anthropic::ResponsesToAnthropic;
+use tollgate_translate::responses_to_chat::ResponsesToChat;
 
 use crate::request::Endpoint;
 
-/// Same-dialect relays, by what the stream looks like.
+/// The upstream side of the pair, as far as the dialect goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Passthrough {
-    /// OpenAI chat / completions / embeddings.
+pub enum Upstream {
+    /// OpenAI itself: Chat Completions, Completions, Embeddings and Responses.
     OpenAi,
+    /// Another OpenAI-dialect server, or the in-process mock: no `/responses` (only OpenAI
+    /// itself is known to serve it).
+    OpenAiCompatible,
     /// Anthropic Messages.
     Anthropic,
-    /// OpenAI Responses.
-    Responses,
 }
 
-/// Dialect pairs the gateway translates (client → upstream).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pair {
-    /// OpenAI chat client, Anthropic upstream.
-    ChatToAnthropic,
-    /// Legacy completions client, Anthropic upstream.
-    CompletionsToAnthropic,
-    /// Anthropic Messages client, OpenAI chat upstream.
-    MessagesToChat,
-    /// Responses client, OpenAI chat upstream.
-    ResponsesToChat,
-    /// Responses client, Anthropic upstream.
-    ResponsesToAnthropic,
-}
-
-impl Pair {
-    /// Upstream path of the translated request.
-    pub fn upstream_path(self) -> &'static str {
-        match self {
-            Pair::ChatToAnthropic | Pair::CompletionsToAnthropic | Pair::ResponsesToAnthropic => {
-                "/v1/messages"
-            }
-            Pair::MessagesToChat | Pair::ResponsesToChat => "/chat/completions",
+impl Upstream {
+    /// The upstream `dep` is, answering in `wire`: the deployment's own dialect
+    /// ([`Deployment::dialect`]), or [`WireDialect::InProcessMock`] when the request's own
+    /// `mock_response` answers it.
+    pub fn of(dep: &Deployment, wire: WireDialect) -> Self {
+        match wire {
+            WireDialect::Anthropic => Upstream::Anthropic,
+            WireDialect::OpenAi if dep.provider.name == "openai" => Upstream::OpenAi,
+            WireDialect::OpenAi | WireDialect::InProcessMock => Upstream::OpenAiCompatible,
         }
     }
-
-    /// Whether the upstream speaks Anthropic.
-    pub fn upstream_is_anthropic(self) -> bool {
-        matches!(
-            self,
-            Pair::ChatToAnthropic | Pair::CompletionsToAnthropic | Pair::ResponsesToAnthropic
-        )
-    }
 }
 
-/// The plan for one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The plan for one attempt.
+#[derive(Debug, Clone, Copy)]
 pub enum Plan {
-    /// Forward the body (rewritten) to `path` and relay the answer.
-    Passthrough {
-        /// Upstream path.
-        path: &'static str,
-        /// Relay kind.
-        kind: Passthrough,
-    },
-    /// Translate request, response and stream.
-    Translate(Pair),
+    /// Call the upstream through this codec.
+    Call(&'static dyn Codec),
     /// `count_tokens` for a non-Anthropic deployment: answered by the gateway's estimate.
     LocalTokenCount,
 }
 
-/// Decides the plan for `dep` answering in `upstream`'s dialect: the deployment's own
-/// ([`Deployment::dialect`]), or [`WireDialect::InProcessMock`] when the request's own
-/// `mock_response` answers it. Errors: an endpoint the deployment's API cannot serve (400).
+/// The codec table: the one place the (client endpoint, upstream) pair is matched. `None`:
+/// the upstream cannot serve the endpoint.
+pub fn table(endpoint: Endpoint, upstream: Upstream) -> Option<Plan> {
+    use Endpoint as E;
+    use Upstream as U;
+    let codec: &'static dyn Codec = match (endpoint, upstream) {
+        (E::ChatCompletions, U::OpenAi | U::OpenAiCompatible) => &passthrough::OPENAI_CHAT,
+        (E::ChatCompletions, U::Anthropic) => &ChatToAnthropic,
+        (E::Completions, U::OpenAi | U::OpenAiCompatible) => &passthrough::OPENAI_COMPLETIONS,
+        (E::Completions, U::Anthropic) => &CompletionsToAnthropic,
+        (E::Embeddings, U::OpenAi | U::OpenAiCompatible) => &passthrough::OPENAI_EMBEDDINGS,
+        (E::Embeddings, U::Anthropic) => return None,
+        (E::Messages, U::Anthropic) => &passthrough::ANTHROPIC_MESSAGES,
+        (E::Messages, U::OpenAi | U::OpenAiCompatible) => &MessagesToChat,
+        (E::CountTokens, U::Anthropic) => &passthrough::ANTHROPIC_COUNT_TOKENS,
+        (E::CountTokens, U::OpenAi | U::OpenAiCompatible) => return Some(Plan::LocalTokenCount),
+        (E::Responses, U::OpenAi) => &passthrough::RESPONSES,
+        (E::Responses, U::OpenAiCompatible) => &ResponsesToChat,
+        (E::Responses, U::Anthropic) => &ResponsesToAnthropic,
+    };
+    Some(Plan::Call(codec))
+}
+
+/// Decides the plan for `dep` answering in `upstream`'s dialect ([`Upstream::of`]). Errors:
+/// an endpoint the deployment's API cannot serve (400, `param: model`).
 pub fn plan(
     endpoint: Endpoint,
     dep: &Deployment,
     upstream: WireDialect,
 ) -> Result<Plan, ErrorEnvelope> {
-    let openai_like = matches!(upstream, WireDialect::OpenAi | WireDialect::InProcessMock);
-    Ok(match endpoint {
-        Endpoint::ChatCompletions | Endpoint::Completions | Endpoint::Embeddings if openai_like => {
-            Plan::Passthrough {
-                path: endpoint.upstream_path(),
-                kind: Passthrough::OpenAi,
-            }
-        }
-        Endpoint::ChatCompletions => Plan::Translate(Pair::ChatToAnthropic),
-        Endpoint::Completions => Plan::Translate(Pair::CompletionsToAnthropic),
-        Endpoint::Embeddings => {
-            return Err(ErrorEnvelope::bad_request(format!(
-                "Model group '{}' does not serve embeddings (provider '{}').",
-                dep.model_group, dep.provider.name
-            ))
-            .with_param("model"));
-        }
-        Endpoint::Messages | Endpoint::CountTokens if !openai_like => Plan::Passthrough {
-            path: endpoint.upstream_path(),
-            kind: Passthrough::Anthropic,
-        },
-        Endpoint::Messages => Plan::Translate(Pair::MessagesToChat),
-        Endpoint::CountTokens => Plan::LocalTokenCount,
-        // Only OpenAI itself is known to serve /responses; other OpenAI-dialect servers get
-        // the Chat Completions translation.
-        Endpoint::Responses if upstream == WireDialect::OpenAi && dep.provider.name == "openai" => {
-            Plan::Passthrough {
-                path: endpoint.upstream_path(),
-                kind: Passthrough::Responses,
-            }
-        }
-        Endpoint::Responses if openai_like => Plan::Translate(Pair::ResponsesToChat),
-        Endpoint::Responses => Plan::Translate(Pair::ResponsesToAnthropic),
+    table(endpoint, Upstream::of(dep, upstream)).ok_or_else(|| {
+        ErrorEnvelope::bad_request(format!(
+            "Model group '{}' does not serve embeddings (provider '{}').",
+            dep.model_group, dep.provider.name
+        ))
+        .with_param("model")
     })
 }
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,5 +1,8 @@
 //! Parse-once interpretation of an inference request and the body sent upstream.
 
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
 use tollgate_protocol::body::{ForwardEdit, json_string};
 use tollgate_protocol::{BodyError, Dialect, RequestBody};
 use tollgate_router::FailureClass;
@@ -130,6 +133,11 @@ pub struct ParsedRequest<'a> {
     /// `fallbacks`), `mock_testing_context_fallbacks` (`context_window_fallbacks`) and
     /// `mock_testing_content_policy_fallbacks` (`content_policy_fallbacks`) set to `true`.
     pub mock_failure: Option<FailureClass>,
+    /// The request bytes, for [`Self::json`].
+    raw: &'a [u8],
+    /// The whole body as JSON: built on first use, when an attempt translates, and shared
+    /// by every later attempt. Passthroughs never build it.
+    json: OnceLock<Arc<Value>>,
 }
 
 /// The request fields that simulate a failure, in LiteLLM's order of precedence.
@@ -193,6 +201,8 @@ impl<'a> ParsedRequest<'a> {
             }
         }
         Ok(Self {
+            raw: bytes,
+            json: OnceLock::new(),
             body,
             model,
             stream,
@@ -202,6 +212,17 @@ impl<'a> ParsedRequest<'a> {
             mock_response,
             mock_failure,
         })
+    }
+
+    /// The whole body as a JSON document, parsed once per request however many attempts
+    /// translate it (the top-level parse already validated it). Errors: the parser's, which
+    /// the caller answers as 400 `Invalid JSON` ([`crate::errors::GatewayFailure::InvalidJson`]).
+    pub fn json(&self) -> Result<Arc<Value>, serde_json::Error> {
+        if let Some(v) = self.json.get() {
+            return Ok(Arc::clone(v));
+        }
+        let v: Value = serde_json::from_slice(self.raw)?;
+        Ok(Arc::clone(self.json.get_or_init(|| Arc::new(v))))
     }
 
     /// Writes the upstream body: `model` rewritten, gateway-only and provider-unsupported
@@ -403,6 +424,25 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// The whole-body JSON a translation reads is built once and shared by every attempt;
+    /// it holds exactly the fields the client sent.
+    #[test]
+    fn whole_body_json_is_parsed_once() {
+        let raw = br#"{"model":"m","messages":[{"role":"user","content":"hi"}],"n":1}"#;
+        let p = ParsedRequest::parse(raw, Endpoint::ChatCompletions).unwrap();
+        assert!(
+            p.json.get().is_none(),
+            "not parsed before an attempt translates"
+        );
+        let first = p.json().unwrap();
+        let again = p.json().unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        assert_eq!(
+            *first,
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "n": 1})
+        );
     }
 
     #[test]

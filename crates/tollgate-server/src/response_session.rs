@@ -96,7 +96,7 @@ impl<'a> ResponsesSession<'a> {
     }
 
     /// [`Self::keep_translated`] for a translated stream, run with its final Response.
-    pub fn on_translated(self, request: Value) -> OnResponse {
+    pub fn on_translated(self, request: Arc<Value>) -> OnResponse {
         let store = Arc::clone(self.store);
         let (group, owner) = (self.group.to_owned(), ResponseOwner::of(self.identity));
         let history = self.history;

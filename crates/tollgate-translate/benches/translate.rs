@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use bytes::BytesMut;
 use serde_json::Value;
 use tollgate_protocol::SseFramer;
-use tollgate_translate::RequestOptions;
 use tollgate_translate::chat_to_anthropic::{StreamOptions, StreamTranslator, request};
+use tollgate_translate::{RequestOptions, StreamTranslate};
 
 fn main() {
     divan::main();

@@ -4,12 +4,11 @@
 
 use bytes::{Buf, BytesMut};
 use serde_json::Value;
-use tollgate_protocol::ParsedEvent;
 
-use crate::errors::STREAM_CUT_SHORT;
 use crate::usage::Usage;
 use crate::{
-    RequestOptions, StreamOutcome, TranslateError, chat_to_anthropic, completions_to_chat,
+    RequestOptions, StreamOutcome, StreamTranslate, TranslateError, chat_to_anthropic,
+    completions_to_chat,
 };
 
 /// Completions request → Anthropic Messages request (errors from either step; `n > 1` is a 400).
@@ -45,56 +44,9 @@ impl StreamTranslator {
         }
     }
 
-    /// Feeds one upstream Anthropic SSE event; output is appended to `out`.
-    pub fn feed(
-        &mut self,
-        event: &ParsedEvent<'_>,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        if !event.has_data {
-            return Ok(());
-        }
-        self.feed_str(event.event, &event.data, out)
-    }
-
-    /// Feeds one upstream event as `event:` name and `data:` text.
-    pub fn feed_str(
-        &mut self,
-        event: Option<&str>,
-        data: &str,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        let res = self.inner.feed_str(event, data, &mut self.scratch);
-        self.drain(out);
-        res
-    }
-
-    /// Ends the stream at upstream EOF.
-    pub fn finish(&mut self, out: &mut BytesMut) {
-        self.cut_short(out, STREAM_CUT_SHORT);
-    }
-
-    /// Ends a stream cut short (EOF, read error, idle gap): the client's terminal error carries
-    /// `message` unless the stream had ended.
-    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
-        self.inner.cut_short(&mut self.scratch, message);
-        self.drain(out);
-        self.outer.cut_short(out, message);
-    }
-
-    /// Usage seen so far, for billing.
-    pub fn usage(&self) -> Usage {
-        self.inner.usage()
-    }
-
     /// The OpenAI `finish_reason` sent to the client, once known.
     pub fn finish_reason(&self) -> Option<&'static str> {
         self.inner.finish_reason()
-    }
-
-    /// How the stream ended, as the client saw it.
-    pub fn outcome(&self) -> StreamOutcome {
-        self.inner.outcome()
     }
 
     fn drain(&mut self, out: &mut BytesMut) {
@@ -106,6 +58,93 @@ impl StreamTranslator {
             {
                 let _ = self.outer.feed_str(None, text, out);
             }
+        }
+    }
+}
+
+impl StreamTranslate for StreamTranslator {
+    /// Feeds one upstream event as `event:` name and `data:` text.
+    fn feed_str(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        let res = self.inner.feed_str(event, data, &mut self.scratch);
+        self.drain(out);
+        res
+    }
+
+    /// Ends a stream cut short (EOF, read error, idle gap): the client's terminal error carries
+    /// `message` unless the stream had ended.
+    fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+        self.inner.cut_short(&mut self.scratch, message);
+        self.drain(out);
+        self.outer.cut_short(out, message);
+    }
+
+    /// Usage seen so far, for billing.
+    fn usage(&self) -> Usage {
+        self.inner.usage()
+    }
+
+    /// How the stream ended, as the client saw it.
+    fn outcome(&self) -> StreamOutcome {
+        self.inner.outcome()
+    }
+}
+
+pub use codec::CompletionsToAnthropic;
+
+/// The codec of this pair ([`crate::codec::Codec`]).
+mod codec {
+    use super::{StreamTranslator, request, response};
+    use serde_json::Value;
+    use tollgate_protocol::usage::anthropic_response_usage;
+    use tollgate_protocol::{Dialect, ErrorEnvelope, Usage};
+
+    use crate::TranslateError;
+    use crate::codec::{Answer, Codec, RequestRule, StreamRule, upstream_json};
+    use crate::errors::map_upstream_error;
+
+    /// Legacy Completions client, Anthropic Messages upstream.
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct CompletionsToAnthropic;
+
+    impl Codec for CompletionsToAnthropic {
+        fn name(&self) -> &'static str {
+            "completions→anthropic"
+        }
+
+        fn upstream_path(&self) -> &'static str {
+            "/v1/messages"
+        }
+
+        fn request(&self) -> RequestRule {
+            RequestRule::Translate(|v, opts, _| request(v, opts))
+        }
+
+        fn response(
+            &self,
+            body: &[u8],
+            answer: &Answer<'_>,
+        ) -> Result<Option<Value>, TranslateError> {
+            response(&upstream_json(body)?, answer.context.created_at).map(Some)
+        }
+
+        fn stream(&self, answer: &Answer<'_>) -> StreamRule {
+            StreamRule::Translate(Box::new(StreamTranslator::new(
+                answer.include_usage,
+                answer.context.created_at,
+            )))
+        }
+
+        fn usage(&self, body: &[u8]) -> Option<Usage> {
+            anthropic_response_usage(body)
+        }
+
+        fn upstream_error(&self, status: u16, body: &[u8]) -> Option<ErrorEnvelope> {
+            Some(map_upstream_error(status, body, Dialect::OpenAi))
         }
     }
 }

@@ -6,14 +6,12 @@
 use bytes::BytesMut;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tollgate_protocol::ParsedEvent;
 
 use crate::chat_chunk::ChatChunk;
 use crate::common::object;
-use crate::errors::STREAM_CUT_SHORT;
 use crate::errors::write_openai_stream_error;
 use crate::usage::Usage;
-use crate::{StreamOutcome, TranslateError, sse_out};
+use crate::{StreamOutcome, StreamTranslate, TranslateError, sse_out};
 
 /// Translates a Completions request body into a Chat Completions request body.
 ///
@@ -178,23 +176,18 @@ impl StreamTranslator {
         }
     }
 
-    /// Feeds one upstream SSE event; output is appended to `out`.
-    pub fn feed(
-        &mut self,
-        event: &ParsedEvent<'_>,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        if !event.has_data {
-            return Ok(());
-        }
-        self.feed_str(event.event, &event.data, out)
+    /// The `finish_reason` of choice 0 (or the last one seen), once known.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
     }
+}
 
+impl StreamTranslate for StreamTranslator {
     /// Feeds one upstream chunk as its `data:` text.
     ///
     /// Errors: [`TranslateError::InvalidStreamEvent`] for an unreadable chunk, after an error
     /// chunk has been written.
-    pub fn feed_str(
+    fn feed_str(
         &mut self,
         _event: Option<&str>,
         data: &str,
@@ -275,15 +268,9 @@ impl StreamTranslator {
         Ok(())
     }
 
-    /// Ends the stream at upstream EOF: [`StreamTranslator::cut_short`] with
-    /// [`STREAM_CUT_SHORT`].
-    pub fn finish(&mut self, out: &mut BytesMut) {
-        self.cut_short(out, STREAM_CUT_SHORT);
-    }
-
     /// Ends a stream cut short (EOF, read error, idle gap): an error chunk carrying `message`
     /// if `[DONE]` never came.
-    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+    fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
         if self.outcome == StreamOutcome::InProgress {
             write_openai_stream_error(out, message, None);
             self.outcome = StreamOutcome::Truncated;
@@ -291,17 +278,12 @@ impl StreamTranslator {
     }
 
     /// Usage seen (from the upstream's usage chunk), for billing.
-    pub fn usage(&self) -> Usage {
+    fn usage(&self) -> Usage {
         self.usage
     }
 
-    /// The `finish_reason` of choice 0 (or the last one seen), once known.
-    pub fn finish_reason(&self) -> Option<&str> {
-        self.finish_reason.as_deref()
-    }
-
     /// How the stream ended (or [`StreamOutcome::InProgress`]).
-    pub fn outcome(&self) -> StreamOutcome {
+    fn outcome(&self) -> StreamOutcome {
         self.outcome
     }
 }

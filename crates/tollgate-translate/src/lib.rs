@@ -3,7 +3,8 @@
 //! One module per (client dialect → upstream dialect) pair; each has a `request` function
 //! (client request → upstream request), a `response` function (upstream response → client
 //! response) and a `StreamTranslator` (upstream SSE events → client SSE bytes), an explicit
-//! state machine fed one event at a time:
+//! state machine fed one event at a time through [`StreamTranslate`]. Each pair's
+//! [`codec::Codec`] bundles the three with its upstream path, usage reader and error mapping:
 //!
 //! - [`chat_to_anthropic`]: OpenAI Chat client, Anthropic Messages upstream.
 //! - [`anthropic_to_chat`]: Anthropic Messages client, OpenAI Chat upstream.
@@ -23,6 +24,7 @@
 //! ```
 //! use bytes::BytesMut;
 //! use tollgate_protocol::SseFramer;
+//! use tollgate_translate::StreamTranslate;
 //! use tollgate_translate::chat_to_anthropic::{StreamOptions, StreamTranslator};
 //!
 //! let upstream: &[&[u8]] = &[
@@ -47,7 +49,8 @@
 //! assert_eq!(t.finish_reason(), Some("stop"));
 //! ```
 //!
-//! Same-dialect traffic is passthrough and never comes here. Fields with no mapping in the
+//! Same-dialect traffic is passthrough: its codecs ([`codec::passthrough`]) forward the raw
+//! body and relay the answer's bytes, and never translate. Fields with no mapping in the
 //! target dialect are dropped (each `request` function lists them), except those whose loss
 //! would change the answer (`n > 1`, audio input, file references): they are a 400
 //! [`TranslateError::Unsupported`] naming the field. Mapping rules follow
@@ -56,6 +59,7 @@
 pub mod anthropic_to_chat;
 mod chat_chunk;
 pub mod chat_to_anthropic;
+pub mod codec;
 mod common;
 pub mod completions_to_anthropic;
 pub mod completions_to_chat;
@@ -68,12 +72,14 @@ pub mod options;
 pub mod responses_to_anthropic;
 pub mod responses_to_chat;
 mod sse_out;
+mod stream;
 pub mod usage;
 
 pub use common::{finish_reason_from_stop_reason, stop_reason_from_finish_reason};
 pub use error::TranslateError;
 pub use images::parse_data_url;
 pub use options::RequestOptions;
+pub use stream::StreamTranslate;
 pub use usage::Usage;
 
 /// Where a translated stream stands.

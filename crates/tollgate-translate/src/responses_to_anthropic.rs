@@ -8,12 +8,13 @@
 
 use bytes::{Buf, BytesMut};
 use serde_json::Value;
-use tollgate_protocol::ParsedEvent;
 
-use crate::errors::STREAM_CUT_SHORT;
 use crate::responses_to_chat::ResponseContext;
 use crate::usage::Usage;
-use crate::{RequestOptions, StreamOutcome, TranslateError, chat_to_anthropic, responses_to_chat};
+use crate::{
+    RequestOptions, StreamOutcome, StreamTranslate, TranslateError, chat_to_anthropic,
+    responses_to_chat,
+};
 
 /// Responses request → Anthropic Messages request. `history` as for
 /// [`responses_to_chat::request`]; `opts` apply to the Anthropic side (`upstream_model`,
@@ -60,67 +61,9 @@ impl StreamTranslator {
         }
     }
 
-    /// Feeds one upstream Anthropic SSE event; Responses events are appended to `out`.
-    pub fn feed(
-        &mut self,
-        event: &ParsedEvent<'_>,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        if !event.has_data {
-            return Ok(());
-        }
-        self.feed_str(event.event, &event.data, out)
-    }
-
-    /// Feeds one upstream event as `event:` name and `data:` text.
-    ///
-    /// Errors: [`TranslateError::InvalidStreamEvent`] for an unreadable event, after
-    /// `response.failed` has been written.
-    pub fn feed_str(
-        &mut self,
-        event: Option<&str>,
-        data: &str,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        let res = self.inner.feed_str(event, data, &mut self.scratch);
-        self.drain(out);
-        res
-    }
-
-    /// Ends the stream at upstream EOF (see [`chat_to_anthropic::StreamTranslator::finish`]).
-    pub fn finish(&mut self, out: &mut BytesMut) {
-        self.cut_short(out, STREAM_CUT_SHORT);
-    }
-
-    /// Ends a stream cut short (EOF, read error, idle gap): the client's terminal error carries
-    /// `message` unless the stream had ended.
-    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
-        self.inner.cut_short(&mut self.scratch, message);
-        self.drain(out);
-        self.outer.cut_short(out, message);
-    }
-
-    /// Usage seen so far, for billing.
-    pub fn usage(&self) -> Usage {
-        self.inner.usage()
-    }
-
     /// The upstream's Anthropic `stop_reason`, once known.
     pub fn stop_reason(&self) -> Option<&str> {
         self.inner.stop_reason()
-    }
-
-    /// How the stream ended, as the client saw it.
-    pub fn outcome(&self) -> StreamOutcome {
-        match self.inner.outcome() {
-            o @ (StreamOutcome::Truncated | StreamOutcome::InvalidEvent) => o,
-            _ => self.outer.outcome(),
-        }
-    }
-
-    /// The final Response object, once sent.
-    pub fn response(&self) -> Option<&Value> {
-        self.outer.response()
     }
 
     /// Moves the intermediate chat chunks (all `data: ...\n\n`, written by `inner`) to `outer`.
@@ -134,6 +77,101 @@ impl StreamTranslator {
                 // Our own chunks always parse; an upstream failure is already in them.
                 let _ = self.outer.feed_str(None, text, out);
             }
+        }
+    }
+}
+
+impl StreamTranslate for StreamTranslator {
+    /// Feeds one upstream event as `event:` name and `data:` text.
+    ///
+    /// Errors: [`TranslateError::InvalidStreamEvent`] for an unreadable event, after
+    /// `response.failed` has been written.
+    fn feed_str(
+        &mut self,
+        event: Option<&str>,
+        data: &str,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        let res = self.inner.feed_str(event, data, &mut self.scratch);
+        self.drain(out);
+        res
+    }
+
+    /// Ends a stream cut short (EOF, read error, idle gap): the client's terminal error carries
+    /// `message` unless the stream had ended.
+    fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+        self.inner.cut_short(&mut self.scratch, message);
+        self.drain(out);
+        self.outer.cut_short(out, message);
+    }
+
+    /// Usage seen so far, for billing.
+    fn usage(&self) -> Usage {
+        self.inner.usage()
+    }
+
+    /// How the stream ended, as the client saw it.
+    fn outcome(&self) -> StreamOutcome {
+        match self.inner.outcome() {
+            o @ (StreamOutcome::Truncated | StreamOutcome::InvalidEvent) => o,
+            _ => self.outer.outcome(),
+        }
+    }
+
+    /// The final Response object, once sent.
+    fn response(&self) -> Option<&Value> {
+        self.outer.response()
+    }
+}
+
+pub use codec::ResponsesToAnthropic;
+
+/// The codec of this pair ([`crate::codec::Codec`]).
+mod codec {
+    use super::{StreamTranslator, request, response};
+    use serde_json::Value;
+    use tollgate_protocol::usage::anthropic_response_usage;
+    use tollgate_protocol::{Dialect, ErrorEnvelope, Usage};
+
+    use crate::TranslateError;
+    use crate::codec::{Answer, Codec, RequestRule, StreamRule, upstream_json};
+    use crate::errors::map_upstream_error;
+
+    /// OpenAI Responses client, Anthropic Messages upstream.
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct ResponsesToAnthropic;
+
+    impl Codec for ResponsesToAnthropic {
+        fn name(&self) -> &'static str {
+            "responses→anthropic"
+        }
+
+        fn upstream_path(&self) -> &'static str {
+            "/v1/messages"
+        }
+
+        fn request(&self) -> RequestRule {
+            RequestRule::Translate(request)
+        }
+
+        fn response(
+            &self,
+            body: &[u8],
+            answer: &Answer<'_>,
+        ) -> Result<Option<Value>, TranslateError> {
+            response(&upstream_json(body)?, &answer.context).map(Some)
+        }
+
+        fn stream(&self, answer: &Answer<'_>) -> StreamRule {
+            StreamRule::Translate(Box::new(StreamTranslator::new(&answer.context)))
+        }
+
+        fn usage(&self, body: &[u8]) -> Option<Usage> {
+            anthropic_response_usage(body)
+        }
+
+        fn upstream_error(&self, status: u16, body: &[u8]) -> Option<ErrorEnvelope> {
+            Some(map_upstream_error(status, body, Dialect::OpenAi))
         }
     }
 }

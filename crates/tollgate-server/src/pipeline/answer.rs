@@ -10,22 +10,21 @@ use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::Value;
-use tollgate_protocol::usage::{anthropic_response_usage, openai_response_usage};
 use tollgate_providers::Deployment;
 use tollgate_router::StreamSlot;
+use tollgate_translate::codec::{Answer, Codec, EventFormat, RequestRule, StreamRule};
 use tollgate_translate::responses_to_chat::ResponseContext;
 
 use super::prepare::Outbound;
 use super::send::Reply;
 use super::settle::CallGuard;
-use super::{Relay, stream_translator, translate_error, translate_response};
+use super::{stream_translator, translate_error, translate_response};
 use crate::errors::GatewayError;
 use crate::headers::forward_upstream;
-use crate::plan::{Pair, Passthrough};
 use crate::relay::Settled;
 use crate::relay::first_event::Primed;
 use crate::relay::handlers::{
-    AnthropicPassthrough, EventHandler, OpenAiPassthrough, ResponsesPassthrough, responses_usage,
+    AnthropicPassthrough, EventHandler, OpenAiPassthrough, ResponsesPassthrough, Translated,
 };
 use crate::relay::stream::StreamRelay;
 use crate::relay::unary::relay_body;
@@ -89,13 +88,17 @@ struct Minted {
 }
 
 impl Minted {
-    /// The context a translation of the answer to `request` reads.
-    fn ctx<'c>(&'c self, request: Option<&'c Value>) -> ResponseContext<'c> {
-        ResponseContext {
-            response_id: &self.response_id,
-            created_at: self.created,
-            completed_at: self.created,
-            request: request.unwrap_or(&Value::Null),
+    /// What a translation of the answer to `request` reads.
+    fn answer<'c>(&'c self, r: &Relaying<'c>, request: Option<&'c Value>) -> Answer<'c> {
+        Answer {
+            call_id: r.call_id,
+            include_usage: r.req.include_usage,
+            context: ResponseContext {
+                response_id: &self.response_id,
+                created_at: self.created,
+                completed_at: self.created,
+                request: request.unwrap_or(&Value::Null),
+            },
         }
     }
 }
@@ -110,23 +113,24 @@ fn relay_stream(
     minted: &Minted,
 ) -> Relayed {
     let Outbound {
-        relay,
+        codec,
         client_request,
         session,
         ..
     } = out;
-    let created = minted.created;
-    let handler: Box<dyn EventHandler> = match relay {
-        Relay::Pass(Passthrough::OpenAi) => Box::new(OpenAiPassthrough::new(!r.req.include_usage)),
-        Relay::Pass(Passthrough::Anthropic) => Box::<AnthropicPassthrough>::default(),
-        Relay::Pass(Passthrough::Responses) => Box::new(ResponsesPassthrough::on_id(
+    let rule = stream_translator(codec, &minted.answer(&r, client_request.as_deref()));
+    let handler: Box<dyn EventHandler> = match rule {
+        StreamRule::Relay(EventFormat::OpenAiChunks) => {
+            Box::new(OpenAiPassthrough::new(!r.req.include_usage))
+        }
+        StreamRule::Relay(EventFormat::AnthropicEvents) => Box::<AnthropicPassthrough>::default(),
+        StreamRule::Relay(EventFormat::ResponsesEvents) => Box::new(ResponsesPassthrough::on_id(
             session.on_upstream_id(&r.dep.id),
         )),
-        Relay::Translate(pair) => {
-            let ctx = minted.ctx(client_request.as_ref());
-            let t = stream_translator(pair, r.req, created, &ctx, r.call_id);
-            match (pair, client_request) {
-                (Pair::ResponsesToChat | Pair::ResponsesToAnthropic, Some(cr)) => {
+        StreamRule::Translate(t) => {
+            let t = Translated::new(t);
+            match client_request {
+                Some(cr) if r.endpoint == Endpoint::Responses => {
                     Box::new(t.on_response(session.on_translated(cr)))
                 }
                 _ => Box::new(t),
@@ -154,10 +158,11 @@ fn relay_full(
     mut guard: CallGuard<'_>,
     minted: &Minted,
 ) -> Relayed {
-    let relay = out.relay;
-    read_usage(guard.record(), status, relay, &body);
+    let codec = out.codec;
+    read_usage(guard.record(), status, codec, &body);
     if status.is_success()
-        && let Relay::Pass(Passthrough::Responses) = relay
+        && r.endpoint == Endpoint::Responses
+        && matches!(codec.request(), RequestRule::Forward(_))
         && let Some(id) = serde_json::from_slice::<Value>(&body)
             .ok()
             .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned))
@@ -165,26 +170,28 @@ fn relay_full(
         out.session.remember_upstream(&id, &r.dep.id);
     }
     let dialect = r.endpoint.dialect();
-    let ctx = minted.ctx(out.client_request.as_ref());
-    let created = minted.created;
-    let resp = match relay {
-        Relay::Pass(_) => Ok(relay_body(status, up, body, dialect)),
-        Relay::Translate(pair) if status.is_success() => {
-            translate_response(pair, &body, created, &ctx, r.call_id)
-                .map(|v| {
-                    // The spend log keys the call by the id the client saw.
-                    let record = guard.record();
-                    if record.charge.is_some() {
-                        record.response_id = v["id"].as_str().map(str::to_owned);
-                    }
-                    if matches!(pair, Pair::ResponsesToChat | Pair::ResponsesToAnthropic) {
-                        out.session.keep_translated(ctx.request, &v);
-                    }
-                    json_response(StatusCode::OK, Bytes::from(v.to_string()))
-                })
-                .map_err(translate_error)
+    let answer = minted.answer(&r, out.client_request.as_deref());
+    let resp = if status.is_success() {
+        match translate_response(codec, &body, &answer) {
+            Ok(None) => Ok(relay_body(status, up, body, dialect)),
+            Ok(Some(v)) => {
+                // The spend log keys the call by the id the client saw.
+                let record = guard.record();
+                if record.charge.is_some() {
+                    record.response_id = v["id"].as_str().map(str::to_owned);
+                }
+                if r.endpoint == Endpoint::Responses {
+                    out.session.keep_translated(answer.context.request, &v);
+                }
+                Ok(json_response(StatusCode::OK, Bytes::from(v.to_string())))
+            }
+            Err(e) => Err(translate_error(e)),
         }
-        Relay::Translate(_) => Err(upstream_error(status, up, &body, dialect)),
+    } else {
+        match codec.upstream_error(status.as_u16(), &body) {
+            None => Ok(relay_body(status, up, body, dialect)),
+            Some(env) => Err(upstream_error(env, up)),
+        }
     };
     let record = guard.record();
     if let Err(e) = &resp {
@@ -207,37 +214,23 @@ fn relay_full(
 fn read_usage(
     record: &mut crate::relay::CallRecord,
     status: StatusCode,
-    relay: Relay,
+    codec: &dyn Codec,
     body: &[u8],
 ) {
     record.status = status.as_u16();
     if !status.is_success() {
         return;
     }
-    let upstream_anthropic = matches!(relay, Relay::Pass(Passthrough::Anthropic))
-        || matches!(relay, Relay::Translate(p) if p.upstream_is_anthropic());
     if record.charge.is_some() {
         record.response_id = crate::relay::response_id(body);
     }
-    record.usage = if upstream_anthropic {
-        anthropic_response_usage(body)
-    } else if matches!(relay, Relay::Pass(Passthrough::Responses)) {
-        responses_usage(body)
-    } else {
-        openai_response_usage(body)
-    };
+    record.usage = codec.usage(body);
     record.unreported.answer(body, record.usage);
 }
 
-/// An upstream error in another dialect, reshaped into the client's, with the forwardable
-/// upstream headers.
-fn upstream_error(
-    status: StatusCode,
-    up: &HeaderMap,
-    body: &[u8],
-    dialect: tollgate_protocol::Dialect,
-) -> GatewayError {
-    let env = tollgate_translate::errors::map_upstream_error(status.as_u16(), body, dialect);
+/// An upstream error reshaped into the client's dialect by the codec (`env`), with the
+/// forwardable upstream headers.
+fn upstream_error(env: tollgate_protocol::ErrorEnvelope, up: &HeaderMap) -> GatewayError {
     let mut e = GatewayError::from(env);
     let mut fwd = HeaderMap::new();
     forward_upstream(up, &mut fwd);

@@ -140,7 +140,6 @@ async fn stages(state: &Arc<AppState>, call: Call<'_>, guard: CallGuard<'_>) -> 
     let attempting = Attempting {
         endpoint: call.endpoint,
         req,
-        body: call.body,
         dep,
         upstream_model: call.upstream_model,
         request_mock: request_mock.is_some(),

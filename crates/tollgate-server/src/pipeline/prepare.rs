@@ -3,17 +3,19 @@
 //! conversation a Responses follow-up continues loaded first) — or, for `count_tokens` on a
 //! deployment that cannot count, the answer itself.
 
+use std::sync::Arc;
+
 use axum::response::Response;
 use bytes::Bytes;
 use http::StatusCode;
 use serde_json::Value;
 use tollgate_providers::{Deployment, WireDialect};
 use tollgate_translate::RequestOptions;
+use tollgate_translate::codec::{Codec, RequestRule};
 
-use super::{Relay, translate_error, translate_request, with_defaults};
-use crate::errors::GatewayError;
-use crate::errors::GatewayFailure;
-use crate::plan::{Passthrough, Plan, plan};
+use super::{translate_error, translate_request, with_defaults};
+use crate::errors::{GatewayError, GatewayFailure};
+use crate::plan::{Plan, plan};
 use crate::request::{Endpoint, ParsedRequest};
 use crate::response_session::ResponsesSession;
 
@@ -31,10 +33,11 @@ pub struct Outbound<'s> {
     pub path: &'static str,
     /// The upstream body.
     pub body: Bytes,
-    /// Passthrough or translation.
-    pub relay: Relay,
-    /// The client's request as JSON (translated requests only; a translated answer's context).
-    pub client_request: Option<Value>,
+    /// The dialect pair's codec, chosen once for the attempt.
+    pub codec: &'static dyn Codec,
+    /// The client's request as JSON, parsed once per request (translated requests only; a
+    /// translated answer's context).
+    pub client_request: Option<Arc<Value>>,
     /// The Responses API state the attempt reads and writes.
     pub session: ResponsesSession<'s>,
 }
@@ -45,8 +48,6 @@ pub struct Attempting<'a> {
     pub endpoint: Endpoint,
     /// The request, parsed once.
     pub req: &'a ParsedRequest<'a>,
-    /// The raw body.
-    pub body: &'a [u8],
     /// The deployment called.
     pub dep: &'a Deployment,
     /// The model id sent upstream.
@@ -68,7 +69,6 @@ pub fn prepare<'s>(
     let Attempting {
         endpoint,
         req,
-        body,
         dep,
         upstream_model,
         request_mock,
@@ -79,8 +79,7 @@ pub fn prepare<'s>(
         dep.dialect()
     };
     let plan = plan(endpoint, dep, upstream_dialect).map_err(GatewayError::from)?;
-    let mut client_request: Option<Value> = None;
-    let (path, upstream_body, relay) = match plan {
+    let codec = match plan {
         Plan::LocalTokenCount => {
             let n = estimate_input_tokens(req);
             return Ok(Prepared::Answered(super::answer::json_response(
@@ -88,40 +87,40 @@ pub fn prepare<'s>(
                 Bytes::from(format!("{{\"input_tokens\":{n}}}")),
             )));
         }
-        Plan::Passthrough { path, kind } => {
+        Plan::Call(codec) => codec,
+    };
+    let mut client_request: Option<Arc<Value>> = None;
+    let upstream_body = match codec.request() {
+        RequestRule::Forward(rewrite) => {
             let mut out = Vec::new();
             req.upstream_body(
                 upstream_model,
                 &dep.defaults,
                 dep.provider.unsupported_fields,
-                kind == Passthrough::OpenAi,
-                endpoint == Endpoint::Messages && kind == Passthrough::Anthropic,
+                rewrite.force_stream_usage,
+                rewrite.anthropic_metadata,
                 &mut out,
             );
-            (path, Bytes::from(out), Relay::Pass(kind))
+            Bytes::from(out)
         }
-        Plan::Translate(pair) => {
-            let value: Value = serde_json::from_slice(body).map_err(GatewayFailure::InvalidJson)?;
+        RequestRule::Translate(translate) => {
+            // parsed once per request, whichever attempt translates first
+            let value = req.json().map_err(GatewayFailure::InvalidJson)?;
             let opts = RequestOptions {
                 upstream_model: Some(upstream_model.to_owned()),
                 ..RequestOptions::default()
             };
             session.continue_from(&value)?;
-            let history = session.history();
-            let translated =
-                translate_request(pair, &value, &opts, history).map_err(translate_error)?;
+            let translated = translate_request(translate, &value, &opts, session.history())
+                .map_err(translate_error)?;
             client_request = Some(value);
-            (
-                pair.upstream_path(),
-                Bytes::from(with_defaults(translated, &dep.defaults).to_string()),
-                Relay::Translate(pair),
-            )
+            Bytes::from(with_defaults(translated, &dep.defaults).to_string())
         }
     };
     Ok(Prepared::Send(Outbound {
-        path,
+        path: codec.upstream_path(),
         body: upstream_body,
-        relay,
+        codec,
         client_request,
         session,
     }))

@@ -4,7 +4,8 @@
 //! - [`AnthropicPassthrough`]: Anthropic events to an Anthropic client (exact bytes).
 //! - [`ResponsesPassthrough`]: Responses events to a Responses client (exact bytes; a failed
 //!   stream ends with `response.failed`).
-//! - [`Translated`]: any `tollgate_translate` stream state machine (dialects differ).
+//! - [`Translated`]: any [`tollgate_translate::StreamTranslate`] state machine (dialects
+//!   differ), as the pair's codec makes it.
 //!
 //! Each handler also keeps the usage seen so far, for settlement.
 
@@ -15,8 +16,8 @@ use std::sync::LazyLock;
 use bytes::{Bytes, BytesMut};
 use memchr::memmem;
 use tollgate_protocol::usage::{AnthropicStreamUsage, scan_openai_chunk};
-use tollgate_protocol::{ParsedEvent, RawEvent, Usage};
-use tollgate_translate::{StreamOutcome, TranslateError};
+use tollgate_protocol::{RawEvent, Usage};
+use tollgate_translate::{StreamOutcome, StreamTranslate};
 
 /// What happened with one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,76 +237,6 @@ pub use tollgate_protocol::usage::responses_usage;
 
 pub use super::responses_passthrough::{OnId, ResponsesPassthrough};
 
-/// The common face of `tollgate_translate`'s stream state machines.
-pub trait Translator: Send {
-    /// Feeds one upstream event; client bytes go to `out`.
-    fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError>;
-    /// The stream was cut short (upstream EOF before its final event, read error, idle gap):
-    /// ends it, with the client dialect's terminal error carrying `message` unless it could
-    /// end cleanly.
-    fn cut_short(&mut self, out: &mut BytesMut, message: &str);
-    /// Usage so far.
-    fn usage(&self) -> tollgate_translate::Usage;
-    /// Where the stream stands.
-    fn outcome(&self) -> StreamOutcome;
-    /// The final Response object, for Responses-API translators once completed.
-    fn final_response(&self) -> Option<&serde_json::Value> {
-        None
-    }
-}
-
-macro_rules! translator {
-    ($($t:ty),*) => {$(
-        impl Translator for $t {
-            fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
-                <$t>::feed(self, ev, out)
-            }
-            fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
-                <$t>::cut_short(self, out, message)
-            }
-            fn usage(&self) -> tollgate_translate::Usage {
-                <$t>::usage(self)
-            }
-            fn outcome(&self) -> StreamOutcome {
-                <$t>::outcome(self)
-            }
-        }
-    )*};
-}
-
-translator!(
-    tollgate_translate::chat_to_anthropic::StreamTranslator,
-    tollgate_translate::anthropic_to_chat::StreamTranslator,
-    tollgate_translate::completions_to_anthropic::StreamTranslator
-);
-
-macro_rules! responses_translator {
-    ($($t:ty),*) => {$(
-        impl Translator for $t {
-            fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
-                <$t>::feed(self, ev, out)
-            }
-            fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
-                <$t>::cut_short(self, out, message)
-            }
-            fn usage(&self) -> tollgate_translate::Usage {
-                <$t>::usage(self)
-            }
-            fn outcome(&self) -> StreamOutcome {
-                <$t>::outcome(self)
-            }
-            fn final_response(&self) -> Option<&serde_json::Value> {
-                <$t>::response(self)
-            }
-        }
-    )*};
-}
-
-responses_translator!(
-    tollgate_translate::responses_to_chat::StreamTranslator,
-    tollgate_translate::responses_to_anthropic::StreamTranslator
-);
-
 /// Called once with the final Response object of a completed translated Responses stream.
 pub type OnResponse = Box<dyn FnOnce(&serde_json::Value) + Send>;
 
@@ -322,14 +253,14 @@ pub fn from_translate_usage(u: tollgate_translate::Usage) -> Usage {
 
 /// A stream whose dialect is translated event by event.
 pub struct Translated {
-    inner: Box<dyn Translator>,
+    inner: Box<dyn StreamTranslate>,
     buf: BytesMut,
     on_response: Option<OnResponse>,
 }
 
 impl Translated {
-    /// Wraps a translator.
-    pub fn new(inner: Box<dyn Translator>) -> Self {
+    /// Wraps a translator (the one the pair's codec made for this stream).
+    pub fn new(inner: Box<dyn StreamTranslate>) -> Self {
         Self {
             inner,
             buf: BytesMut::new(),
@@ -360,7 +291,7 @@ impl EventHandler for Translated {
                     StreamOutcome::InProgress => Step::Continue,
                     StreamOutcome::Completed => {
                         if let (Some(f), Some(resp)) =
-                            (self.on_response.take(), self.inner.final_response())
+                            (self.on_response.take(), self.inner.response())
                         {
                             f(resp);
                         }

@@ -4,15 +4,13 @@
 use bytes::BytesMut;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tollgate_protocol::ParsedEvent;
 
 use crate::chat_chunk::{ChatChunk, tool_position};
 use crate::common::stop_reason_from_finish_reason;
-use crate::errors::STREAM_CUT_SHORT;
 use crate::errors::{anthropic_type_for_openai_error, write_anthropic_stream_error};
 use crate::ids::anthropic_message_id;
 use crate::usage::Usage;
-use crate::{StreamOutcome, TranslateError, sse_out};
+use crate::{StreamOutcome, StreamTranslate, TranslateError, sse_out};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -120,25 +118,97 @@ impl StreamTranslator {
         }
     }
 
-    /// Feeds one upstream SSE event; output events are appended to `out`.
-    /// See [`StreamTranslator::feed_str`].
-    pub fn feed(
-        &mut self,
-        event: &ParsedEvent<'_>,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        if !event.has_data {
-            return Ok(());
-        }
-        self.feed_str(event.event, &event.data, out)
+    /// The Anthropic `stop_reason` sent to the client, once sent.
+    pub fn stop_reason(&self) -> Option<&'static str> {
+        self.stop_reason
     }
 
+    /// The upstream's OpenAI `finish_reason`, once seen.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
+    }
+
+    fn start(&mut self, out: &mut BytesMut) {
+        self.started = true;
+        sse_out::event(
+            out,
+            "message_start",
+            &json!({"type": "message_start", "message": {
+                "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+        );
+    }
+
+    /// Index of the open block of `kind`, opening one (and closing another) if needed.
+    fn ensure_open(&mut self, out: &mut BytesMut, kind: Kind) -> u32 {
+        if let Some(o) = self.open
+            && o.kind == kind
+        {
+            return o.index;
+        }
+        self.close(out);
+        let index = self.next_block;
+        self.next_block += 1;
+        let block = match kind {
+            Kind::Thinking => json!({"type": "thinking", "thinking": "", "signature": ""}),
+            _ => json!({"type": "text", "text": ""}),
+        };
+        sse_out::event(
+            out,
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        );
+        self.open = Some(Open { index, kind });
+        index
+    }
+
+    fn close(&mut self, out: &mut BytesMut) {
+        if let Some(o) = self.open.take() {
+            sse_out::event(
+                out,
+                "content_block_stop",
+                &BlockStop {
+                    ty: "content_block_stop",
+                    index: o.index,
+                },
+            );
+        }
+    }
+
+    fn complete(&mut self, out: &mut BytesMut) {
+        if !self.started {
+            self.start(out);
+        }
+        self.close(out);
+        let stop = if self.refused {
+            "refusal"
+        } else {
+            stop_reason_from_finish_reason(
+                self.finish_reason.as_deref().unwrap_or("stop"),
+                !self.tools.is_empty(),
+            )
+        };
+        self.stop_reason = Some(stop);
+        sse_out::event(
+            out,
+            "message_delta",
+            &json!({"type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": null},
+                    "usage": self.usage.to_anthropic()}),
+        );
+        sse_out::event(out, "message_stop", &json!({"type": "message_stop"}));
+        self.outcome = StreamOutcome::Completed;
+    }
+}
+
+impl StreamTranslate for StreamTranslator {
     /// Feeds one upstream event given as its `event:` name (unused by OpenAI) and `data:` text.
     /// Input after the end of the stream is ignored.
     ///
     /// Errors: [`TranslateError::InvalidStreamEvent`] when `data` is neither `[DONE]` nor a
     /// chunk; an `event: error` has then been written and the stream is over.
-    pub fn feed_str(
+    fn feed_str(
         &mut self,
         _event: Option<&str>,
         data: &str,
@@ -243,16 +313,10 @@ impl StreamTranslator {
         Ok(())
     }
 
-    /// Ends the stream at upstream EOF: [`StreamTranslator::cut_short`] with
-    /// [`STREAM_CUT_SHORT`].
-    pub fn finish(&mut self, out: &mut BytesMut) {
-        self.cut_short(out, STREAM_CUT_SHORT);
-    }
-
     /// Ends a stream cut short (EOF, read error, idle gap): a clean end if a `finish_reason`
     /// was seen (usage as known), else `event: error` (`api_error`) carrying `message` and
     /// [`StreamOutcome::Truncated`].
-    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+    fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
         if self.outcome != StreamOutcome::InProgress {
             return;
         }
@@ -265,96 +329,13 @@ impl StreamTranslator {
     }
 
     /// Usage seen so far (final once the stream completed), for billing.
-    pub fn usage(&self) -> Usage {
+    fn usage(&self) -> Usage {
         self.usage
     }
 
-    /// The Anthropic `stop_reason` sent to the client, once sent.
-    pub fn stop_reason(&self) -> Option<&'static str> {
-        self.stop_reason
-    }
-
-    /// The upstream's OpenAI `finish_reason`, once seen.
-    pub fn finish_reason(&self) -> Option<&str> {
-        self.finish_reason.as_deref()
-    }
-
     /// How the stream ended (or [`StreamOutcome::InProgress`]).
-    pub fn outcome(&self) -> StreamOutcome {
+    fn outcome(&self) -> StreamOutcome {
         self.outcome
-    }
-
-    fn start(&mut self, out: &mut BytesMut) {
-        self.started = true;
-        sse_out::event(
-            out,
-            "message_start",
-            &json!({"type": "message_start", "message": {
-                "id": self.id, "type": "message", "role": "assistant", "model": self.model,
-                "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
-        );
-    }
-
-    /// Index of the open block of `kind`, opening one (and closing another) if needed.
-    fn ensure_open(&mut self, out: &mut BytesMut, kind: Kind) -> u32 {
-        if let Some(o) = self.open
-            && o.kind == kind
-        {
-            return o.index;
-        }
-        self.close(out);
-        let index = self.next_block;
-        self.next_block += 1;
-        let block = match kind {
-            Kind::Thinking => json!({"type": "thinking", "thinking": "", "signature": ""}),
-            _ => json!({"type": "text", "text": ""}),
-        };
-        sse_out::event(
-            out,
-            "content_block_start",
-            &json!({"type": "content_block_start", "index": index, "content_block": block}),
-        );
-        self.open = Some(Open { index, kind });
-        index
-    }
-
-    fn close(&mut self, out: &mut BytesMut) {
-        if let Some(o) = self.open.take() {
-            sse_out::event(
-                out,
-                "content_block_stop",
-                &BlockStop {
-                    ty: "content_block_stop",
-                    index: o.index,
-                },
-            );
-        }
-    }
-
-    fn complete(&mut self, out: &mut BytesMut) {
-        if !self.started {
-            self.start(out);
-        }
-        self.close(out);
-        let stop = if self.refused {
-            "refusal"
-        } else {
-            stop_reason_from_finish_reason(
-                self.finish_reason.as_deref().unwrap_or("stop"),
-                !self.tools.is_empty(),
-            )
-        };
-        self.stop_reason = Some(stop);
-        sse_out::event(
-            out,
-            "message_delta",
-            &json!({"type": "message_delta",
-                    "delta": {"stop_reason": stop, "stop_sequence": null},
-                    "usage": self.usage.to_anthropic()}),
-        );
-        sse_out::event(out, "message_stop", &json!({"type": "message_stop"}));
-        self.outcome = StreamOutcome::Completed;
     }
 }
 

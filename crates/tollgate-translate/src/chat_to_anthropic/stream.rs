@@ -6,13 +6,11 @@ use std::borrow::Cow;
 use bytes::BytesMut;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tollgate_protocol::ParsedEvent;
 
 use crate::common::finish_reason_from_stop_reason;
-use crate::errors::STREAM_CUT_SHORT;
 use crate::errors::write_openai_stream_error;
 use crate::usage::Usage;
-use crate::{StreamOutcome, TranslateError, sse_out};
+use crate::{StreamOutcome, StreamTranslate, TranslateError, sse_out};
 
 /// Options of one translated stream.
 #[derive(Debug, Clone, Copy, Default)]
@@ -223,25 +221,95 @@ impl StreamTranslator {
         }
     }
 
-    /// Feeds one upstream SSE event (from [`tollgate_protocol::SseFramer`]); output chunks are
-    /// appended to `out`. See [`StreamTranslator::feed_str`].
-    pub fn feed(
-        &mut self,
-        event: &ParsedEvent<'_>,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        if !event.has_data {
-            return Ok(());
-        }
-        self.feed_str(event.event, &event.data, out)
+    /// The OpenAI `finish_reason` sent to the client, once known.
+    pub fn finish_reason(&self) -> Option<&'static str> {
+        self.finish_reason
     }
 
+    /// The upstream's Anthropic `stop_reason`, once known.
+    pub fn stop_reason(&self) -> Option<&str> {
+        self.stop_reason.as_deref()
+    }
+
+    fn ensure_started(&mut self, out: &mut BytesMut) {
+        if !self.started {
+            self.started = true;
+            self.delta_chunk(
+                out,
+                ChunkDelta {
+                    role: Some("assistant"),
+                    content: Some(""),
+                    ..Default::default()
+                },
+            );
+        }
+    }
+
+    fn tool_chunk(
+        &self,
+        out: &mut BytesMut,
+        index: u32,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: &str,
+    ) {
+        let first = id.is_some() || name.is_some();
+        let delta = ChunkDelta {
+            tool_calls: Some([ToolCall {
+                index,
+                id: if first { Some(id.unwrap_or("")) } else { None },
+                ty: first.then_some("function"),
+                function: Function {
+                    name: if first {
+                        Some(name.unwrap_or(""))
+                    } else {
+                        None
+                    },
+                    arguments: args,
+                },
+            }]),
+            ..Default::default()
+        };
+        self.delta_chunk(out, delta);
+    }
+
+    fn delta_chunk(&self, out: &mut BytesMut, delta: ChunkDelta<'_>) {
+        let choice = [Choice {
+            index: 0,
+            delta,
+            logprobs: None,
+            finish_reason: None,
+        }];
+        self.write_chunk(out, &choice, None);
+    }
+
+    fn write_chunk(&self, out: &mut BytesMut, choices: &[Choice<'_>], usage: Option<&Value>) {
+        let usage = match (usage, self.opts.include_usage) {
+            (Some(u), _) => Some(Some(u)),
+            (None, true) => Some(None),
+            (None, false) => None,
+        };
+        sse_out::data(
+            out,
+            &Chunk {
+                id: &self.id,
+                object: "chat.completion.chunk",
+                created: self.opts.created,
+                model: &self.model,
+                choices,
+                usage,
+            },
+        );
+    }
+}
+
+impl StreamTranslate for StreamTranslator {
     /// Feeds one upstream event given as its `event:` name and `data:` text. Events after the
     /// end of the stream are ignored.
     ///
     /// Errors: [`TranslateError::InvalidStreamEvent`] when `data` is not an Anthropic event;
     /// an error chunk has then already been written to `out` and the stream is over.
-    pub fn feed_str(
+    fn feed_str(
         &mut self,
         _event: Option<&str>,
         data: &str,
@@ -437,16 +505,10 @@ impl StreamTranslator {
         Ok(())
     }
 
-    /// Ends the stream at upstream EOF: [`StreamTranslator::cut_short`] with
-    /// [`STREAM_CUT_SHORT`].
-    pub fn finish(&mut self, out: &mut BytesMut) {
-        self.cut_short(out, STREAM_CUT_SHORT);
-    }
-
     /// Ends a stream cut short (EOF, read error, idle gap): if `message_stop` never came,
     /// writes an error chunk (`server_error`) carrying `message` and sets
     /// [`StreamOutcome::Truncated`].
-    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+    fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
         if self.outcome == StreamOutcome::InProgress {
             write_openai_stream_error(out, message, None);
             self.outcome = StreamOutcome::Truncated;
@@ -454,93 +516,12 @@ impl StreamTranslator {
     }
 
     /// Usage seen so far (final once the stream completed), for billing.
-    pub fn usage(&self) -> Usage {
+    fn usage(&self) -> Usage {
         self.usage
     }
 
-    /// The OpenAI `finish_reason` sent to the client, once known.
-    pub fn finish_reason(&self) -> Option<&'static str> {
-        self.finish_reason
-    }
-
-    /// The upstream's Anthropic `stop_reason`, once known.
-    pub fn stop_reason(&self) -> Option<&str> {
-        self.stop_reason.as_deref()
-    }
-
     /// How the stream ended (or [`StreamOutcome::InProgress`]).
-    pub fn outcome(&self) -> StreamOutcome {
+    fn outcome(&self) -> StreamOutcome {
         self.outcome
-    }
-
-    fn ensure_started(&mut self, out: &mut BytesMut) {
-        if !self.started {
-            self.started = true;
-            self.delta_chunk(
-                out,
-                ChunkDelta {
-                    role: Some("assistant"),
-                    content: Some(""),
-                    ..Default::default()
-                },
-            );
-        }
-    }
-
-    fn tool_chunk(
-        &self,
-        out: &mut BytesMut,
-        index: u32,
-        id: Option<&str>,
-        name: Option<&str>,
-        args: &str,
-    ) {
-        let first = id.is_some() || name.is_some();
-        let delta = ChunkDelta {
-            tool_calls: Some([ToolCall {
-                index,
-                id: if first { Some(id.unwrap_or("")) } else { None },
-                ty: first.then_some("function"),
-                function: Function {
-                    name: if first {
-                        Some(name.unwrap_or(""))
-                    } else {
-                        None
-                    },
-                    arguments: args,
-                },
-            }]),
-            ..Default::default()
-        };
-        self.delta_chunk(out, delta);
-    }
-
-    fn delta_chunk(&self, out: &mut BytesMut, delta: ChunkDelta<'_>) {
-        let choice = [Choice {
-            index: 0,
-            delta,
-            logprobs: None,
-            finish_reason: None,
-        }];
-        self.write_chunk(out, &choice, None);
-    }
-
-    fn write_chunk(&self, out: &mut BytesMut, choices: &[Choice<'_>], usage: Option<&Value>) {
-        let usage = match (usage, self.opts.include_usage) {
-            (Some(u), _) => Some(Some(u)),
-            (None, true) => Some(None),
-            (None, false) => None,
-        };
-        sse_out::data(
-            out,
-            &Chunk {
-                id: &self.id,
-                object: "chat.completion.chunk",
-                created: self.opts.created,
-                model: &self.model,
-                choices,
-                usage,
-            },
-        );
     }
 }

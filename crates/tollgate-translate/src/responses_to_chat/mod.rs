@@ -6,6 +6,7 @@
 //! `previous_response_id`: the gateway stores, per response id, the chat messages a follow-up
 //! needs ([`history_after`]) behind its store seam, and passes them to [`request`].
 
+mod codec;
 mod content;
 mod request;
 mod response;
@@ -13,6 +14,7 @@ mod stream;
 
 use serde_json::Value;
 
+pub use codec::ResponsesToChat;
 pub use request::request;
 pub(crate) use request::request_with;
 pub use response::{ResponseContext, response};

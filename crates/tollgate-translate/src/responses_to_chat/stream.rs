@@ -3,16 +3,14 @@
 use bytes::BytesMut;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tollgate_protocol::ParsedEvent;
 
 use super::response::{
     ResponseContext, call_item, call_item_id, message_item, message_item_id, reasoning_item,
     reasoning_item_id, response_object, status_for,
 };
 use crate::chat_chunk::{ChatChunk, tool_position};
-use crate::errors::STREAM_CUT_SHORT;
 use crate::usage::Usage;
-use crate::{StreamOutcome, TranslateError, sse_out};
+use crate::{StreamOutcome, StreamTranslate, TranslateError, sse_out};
 
 #[derive(Debug)]
 enum Item {
@@ -130,182 +128,9 @@ impl StreamTranslator {
         }
     }
 
-    /// Feeds one upstream SSE event; output events are appended to `out`.
-    /// See [`StreamTranslator::feed_str`].
-    pub fn feed(
-        &mut self,
-        event: &ParsedEvent<'_>,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        if !event.has_data {
-            return Ok(());
-        }
-        self.feed_str(event.event, &event.data, out)
-    }
-
-    /// Feeds one upstream chunk given as its `data:` text. Input after the end is ignored.
-    ///
-    /// Errors: [`TranslateError::InvalidStreamEvent`] when `data` is neither `[DONE]` nor a
-    /// chunk; `response.failed` has then been written and the stream is over.
-    pub fn feed_str(
-        &mut self,
-        _event: Option<&str>,
-        data: &str,
-        out: &mut BytesMut,
-    ) -> Result<(), TranslateError> {
-        if self.outcome != StreamOutcome::InProgress {
-            return Ok(());
-        }
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
-        }
-        if data == "[DONE]" {
-            self.complete(out);
-            return Ok(());
-        }
-        let chunk: ChatChunk<'_> = match serde_json::from_str(data) {
-            Ok(c) => c,
-            Err(e) => {
-                let msg = format!("upstream sent an unreadable chunk: {e}");
-                self.fail(out, "server_error", &msg, StreamOutcome::InvalidEvent);
-                return Err(TranslateError::InvalidStreamEvent(msg));
-            }
-        };
-        if let Some(err) = &chunk.error {
-            let msg = err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("upstream error");
-            let code = match err.get("code").and_then(Value::as_str) {
-                Some(c) if c.contains("rate_limit") => "rate_limit_exceeded",
-                _ => "server_error",
-            };
-            self.fail(out, code, msg, StreamOutcome::UpstreamError);
-            return Ok(());
-        }
-        self.ensure_started(out);
-        if let Some(u) = chunk.usage.as_ref().filter(|u| u.is_object()) {
-            self.usage = Some(Usage::from_openai_chat(u));
-        }
-        for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
-            if let Some(delta) = &choice.delta {
-                if let Some(r) = delta.reasoning_text() {
-                    self.reasoning_text(out, r);
-                }
-                if let Some(blocks) = delta.thinking_blocks.as_ref().filter(|b| !b.is_empty()) {
-                    self.reasoning_blocks(out, blocks);
-                }
-                if let Some(t) = delta.content_text() {
-                    self.text(out, &t, false);
-                }
-                if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
-                    self.text(out, t, true);
-                }
-                for tc in delta.tool_calls.iter().flatten() {
-                    let pos = tool_position(tc, self.call_count());
-                    let f = tc.function.as_ref();
-                    let idx = match self
-                        .items
-                        .iter()
-                        .position(|it| matches!(it, Item::Call { pos: p, .. } if *p == pos))
-                    {
-                        Some(i) => i,
-                        None => {
-                            self.close(out);
-                            let call_id = match tc.id.as_deref() {
-                                Some(id) => id.to_owned(),
-                                None => format!("call_{}_{pos}", self.response_id),
-                            };
-                            let name = f.and_then(|f| f.name.as_deref()).unwrap_or("").to_owned();
-                            let i = self.items.len();
-                            let item = call_item(&call_id, &name, "", "in_progress");
-                            self.emit(
-                                out,
-                                "response.output_item.added",
-                                json!({"output_index": i, "item": item}),
-                            );
-                            self.items.push(Item::Call {
-                                pos,
-                                item_id: call_item_id(&call_id),
-                                call_id,
-                                name,
-                                arguments: String::new(),
-                            });
-                            self.open = Some(i);
-                            i
-                        }
-                    };
-                    if let Some(args) = f
-                        .and_then(|f| f.arguments.as_deref())
-                        .filter(|a| !a.is_empty())
-                        && let Item::Call {
-                            item_id, arguments, ..
-                        } = &mut self.items[idx]
-                    {
-                        arguments.push_str(args);
-                        self.seq += 1;
-                        sse_out::event(
-                            out,
-                            "response.function_call_arguments.delta",
-                            &ArgsDelta {
-                                ty: "response.function_call_arguments.delta",
-                                item_id,
-                                output_index: idx,
-                                delta: args,
-                                sequence_number: self.seq - 1,
-                            },
-                        );
-                    }
-                }
-            }
-            if let Some(fr) = choice.finish() {
-                self.close(out);
-                self.finish_reason = Some(fr.to_string());
-            }
-        }
-        Ok(())
-    }
-
-    /// Ends the stream at upstream EOF: [`StreamTranslator::cut_short`] with
-    /// [`STREAM_CUT_SHORT`].
-    pub fn finish(&mut self, out: &mut BytesMut) {
-        self.cut_short(out, STREAM_CUT_SHORT);
-    }
-
-    /// Ends a stream cut short (EOF, read error, idle gap): completes if a `finish_reason` was
-    /// seen, else writes `response.failed` (code `server_error`, `message`) and sets
-    /// [`StreamOutcome::Truncated`].
-    pub fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
-        if self.outcome != StreamOutcome::InProgress {
-            return;
-        }
-        if self.finish_reason.is_some() {
-            self.complete(out);
-        } else {
-            self.fail(out, "server_error", message, StreamOutcome::Truncated);
-        }
-    }
-
-    /// Usage seen so far (final once the stream completed), for billing.
-    pub fn usage(&self) -> Usage {
-        self.usage.unwrap_or_default()
-    }
-
     /// The upstream's chat `finish_reason`, once seen.
     pub fn finish_reason(&self) -> Option<&str> {
         self.finish_reason.as_deref()
-    }
-
-    /// How the stream ended (or [`StreamOutcome::InProgress`]).
-    pub fn outcome(&self) -> StreamOutcome {
-        self.outcome
-    }
-
-    /// The final Response object (as sent in `response.completed` / `.incomplete` /
-    /// `.failed`), for the gateway's `previous_response_id` store and `GET /v1/responses/{id}`.
-    pub fn response(&self) -> Option<&Value> {
-        self.final_response.as_ref()
     }
 
     fn call_count(&self) -> usize {
@@ -610,5 +435,161 @@ impl StreamTranslator {
         self.emit_response(out, "response.failed", &r);
         self.final_response = Some(r);
         self.outcome = outcome;
+    }
+}
+
+impl StreamTranslate for StreamTranslator {
+    /// Feeds one upstream chunk given as its `data:` text. Input after the end is ignored.
+    ///
+    /// Errors: [`TranslateError::InvalidStreamEvent`] when `data` is neither `[DONE]` nor a
+    /// chunk; `response.failed` has then been written and the stream is over.
+    fn feed_str(
+        &mut self,
+        _event: Option<&str>,
+        data: &str,
+        out: &mut BytesMut,
+    ) -> Result<(), TranslateError> {
+        if self.outcome != StreamOutcome::InProgress {
+            return Ok(());
+        }
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            self.complete(out);
+            return Ok(());
+        }
+        let chunk: ChatChunk<'_> = match serde_json::from_str(data) {
+            Ok(c) => c,
+            Err(e) => {
+                let msg = format!("upstream sent an unreadable chunk: {e}");
+                self.fail(out, "server_error", &msg, StreamOutcome::InvalidEvent);
+                return Err(TranslateError::InvalidStreamEvent(msg));
+            }
+        };
+        if let Some(err) = &chunk.error {
+            let msg = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("upstream error");
+            let code = match err.get("code").and_then(Value::as_str) {
+                Some(c) if c.contains("rate_limit") => "rate_limit_exceeded",
+                _ => "server_error",
+            };
+            self.fail(out, code, msg, StreamOutcome::UpstreamError);
+            return Ok(());
+        }
+        self.ensure_started(out);
+        if let Some(u) = chunk.usage.as_ref().filter(|u| u.is_object()) {
+            self.usage = Some(Usage::from_openai_chat(u));
+        }
+        for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
+            if let Some(delta) = &choice.delta {
+                if let Some(r) = delta.reasoning_text() {
+                    self.reasoning_text(out, r);
+                }
+                if let Some(blocks) = delta.thinking_blocks.as_ref().filter(|b| !b.is_empty()) {
+                    self.reasoning_blocks(out, blocks);
+                }
+                if let Some(t) = delta.content_text() {
+                    self.text(out, &t, false);
+                }
+                if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
+                    self.text(out, t, true);
+                }
+                for tc in delta.tool_calls.iter().flatten() {
+                    let pos = tool_position(tc, self.call_count());
+                    let f = tc.function.as_ref();
+                    let idx = match self
+                        .items
+                        .iter()
+                        .position(|it| matches!(it, Item::Call { pos: p, .. } if *p == pos))
+                    {
+                        Some(i) => i,
+                        None => {
+                            self.close(out);
+                            let call_id = match tc.id.as_deref() {
+                                Some(id) => id.to_owned(),
+                                None => format!("call_{}_{pos}", self.response_id),
+                            };
+                            let name = f.and_then(|f| f.name.as_deref()).unwrap_or("").to_owned();
+                            let i = self.items.len();
+                            let item = call_item(&call_id, &name, "", "in_progress");
+                            self.emit(
+                                out,
+                                "response.output_item.added",
+                                json!({"output_index": i, "item": item}),
+                            );
+                            self.items.push(Item::Call {
+                                pos,
+                                item_id: call_item_id(&call_id),
+                                call_id,
+                                name,
+                                arguments: String::new(),
+                            });
+                            self.open = Some(i);
+                            i
+                        }
+                    };
+                    if let Some(args) = f
+                        .and_then(|f| f.arguments.as_deref())
+                        .filter(|a| !a.is_empty())
+                        && let Item::Call {
+                            item_id, arguments, ..
+                        } = &mut self.items[idx]
+                    {
+                        arguments.push_str(args);
+                        self.seq += 1;
+                        sse_out::event(
+                            out,
+                            "response.function_call_arguments.delta",
+                            &ArgsDelta {
+                                ty: "response.function_call_arguments.delta",
+                                item_id,
+                                output_index: idx,
+                                delta: args,
+                                sequence_number: self.seq - 1,
+                            },
+                        );
+                    }
+                }
+            }
+            if let Some(fr) = choice.finish() {
+                self.close(out);
+                self.finish_reason = Some(fr.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a stream cut short (EOF, read error, idle gap): completes if a `finish_reason` was
+    /// seen, else writes `response.failed` (code `server_error`, `message`) and sets
+    /// [`StreamOutcome::Truncated`].
+    fn cut_short(&mut self, out: &mut BytesMut, message: &str) {
+        if self.outcome != StreamOutcome::InProgress {
+            return;
+        }
+        if self.finish_reason.is_some() {
+            self.complete(out);
+        } else {
+            self.fail(out, "server_error", message, StreamOutcome::Truncated);
+        }
+    }
+
+    /// Usage seen so far (final once the stream completed), for billing.
+    fn usage(&self) -> Usage {
+        self.usage.unwrap_or_default()
+    }
+
+    /// How the stream ended (or [`StreamOutcome::InProgress`]).
+    fn outcome(&self) -> StreamOutcome {
+        self.outcome
+    }
+
+    /// The final Response object (as sent in `response.completed` / `.incomplete` /
+    /// `.failed`), for the gateway's `previous_response_id` store and `GET /v1/responses/{id}`.
+    fn response(&self) -> Option<&Value> {
+        self.final_response.as_ref()
     }
 }

@@ -9,8 +9,7 @@ use std::path::PathBuf;
 
 use bytes::BytesMut;
 use serde_json::Value;
-use tollgate_protocol::{ParsedEvent, SseFramer};
-use tollgate_translate::TranslateError;
+use tollgate_protocol::SseFramer;
 
 /// The shared fixtures directory: `$TOLLGATE_SHARED_DIR`, else `<workspace>/../shared`.
 pub fn shared_dir() -> PathBuf {
@@ -102,32 +101,8 @@ pub fn check_bytes(name: &str, actual: &[u8]) {
     );
 }
 
-/// The part of a stream translator the harness drives.
-pub trait Feed {
-    fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError>;
-    fn finish(&mut self, out: &mut BytesMut);
-}
-
-macro_rules! impl_feed {
-    ($($t:ty),*) => {$(
-        impl Feed for $t {
-            fn feed(&mut self, ev: &ParsedEvent<'_>, out: &mut BytesMut) -> Result<(), TranslateError> {
-                <$t>::feed(self, ev, out)
-            }
-            fn finish(&mut self, out: &mut BytesMut) {
-                <$t>::finish(self, out)
-            }
-        }
-    )*};
-}
-impl_feed!(
-    tollgate_translate::completions_to_chat::StreamTranslator,
-    tollgate_translate::chat_to_anthropic::StreamTranslator,
-    tollgate_translate::anthropic_to_chat::StreamTranslator,
-    tollgate_translate::responses_to_chat::StreamTranslator,
-    tollgate_translate::responses_to_anthropic::StreamTranslator,
-    tollgate_translate::completions_to_anthropic::StreamTranslator
-);
+/// The part of a stream translator the harness drives (every pair's translator).
+pub use tollgate_translate::StreamTranslate as Feed;
 
 /// Feeds `input` cut into the given pieces through a framer and `t`; returns the client bytes.
 /// Upstream read errors stop the stream like the gateway would.
