@@ -2,6 +2,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::failure::Outcome;
+use crate::state::CallTiming;
 use crate::testutil::{dep, drive, fail, group, limited, ok_ms, retries, router};
 use crate::{DeploymentLimits, ModelGroup, RetryPolicy, RouterConfig};
 
