@@ -120,7 +120,10 @@ impl CustomerFields {
         Ok(change)
     }
 
-    #[allow(clippy::too_many_arguments)] // one call site; the pieces are the route's state
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call site; the pieces are the route's state"
+    )]
     fn apply_fields(
         &self,
         e: &Entities,

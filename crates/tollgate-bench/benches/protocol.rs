@@ -5,6 +5,10 @@
 //! Run: `cargo bench -p tollgate-bench --bench protocol`.
 //! Token counting and translation are benchmarked in their own crates
 //! (`tollgate-governance/benches/tokens.rs`, `tollgate-translate/benches/translate.rs`).
+#![expect(
+    clippy::expect_used,
+    reason = "benchmark setup: a failed setup aborts the run"
+)]
 
 use divan::counter::{BytesCount, ItemsCount};
 use divan::{Bencher, black_box};

@@ -4,6 +4,10 @@
 //! The direct baseline (client → mock) is measured in the same sweep right
 //! beside every gateway run, alternating which goes first per repeat, so a
 //! drift in machine load hits both sides alike.
+#![expect(
+    clippy::print_stderr,
+    reason = "the sweep's progress is the bench CLI's stderr output"
+)]
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,4 +1,9 @@
 //! `tollgate-bench`: see `bench/README.md`.
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the entry point: the report goes to stdout, progress and failures to stderr"
+)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -7,6 +7,10 @@ use serde::Serialize;
 pub const MAX_TRACKABLE_US: u64 = 120_000_000;
 
 /// A new HDR histogram for microsecond values, 3 significant digits.
+#[expect(
+    clippy::expect_used,
+    reason = "constant bounds: 1 <= low, high >= 2*low, sigfig <= 5"
+)]
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_TRACKABLE_US, 3)
         .expect("constant bounds are valid: 1 <= low, high >= 2*low, sigfig <= 5")

@@ -1,4 +1,8 @@
 //! Deployment ids: stable across restarts, key order and credential rotation.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use tollgate_config::load_str;
 

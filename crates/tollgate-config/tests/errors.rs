@@ -1,4 +1,8 @@
 //! Errors name the key path, line and column; warnings for the soft cases.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::collections::HashMap;
 

@@ -1,4 +1,8 @@
 //! Loads a realistic LiteLLM config end to end.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -1,5 +1,9 @@
 //! `admit` + `settle` cost on the in-process counter store (target: a few µs).
 //! Run: `cargo bench -p tollgate-governance --bench admission`.
+#![expect(
+    clippy::expect_used,
+    reason = "benchmark setup: a failed setup aborts the run"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,10 @@
 //! Prompt token counting for admission: 1K / 10K / 100K-token chat prompts.
 //! Target (issue 5): a 100K-token prompt counted in ≤ 2 ms in release mode.
 //! Run: `cargo bench -p tollgate-governance --bench tokens`.
+#![expect(
+    clippy::print_stdout,
+    reason = "a benchmark reports its measurements on stdout"
+)]
 
 use serde_json::{Value, json};
 use tollgate_governance::tokens::{Encoding, count_chat_messages, warm_up};

@@ -41,6 +41,10 @@ struct Cli {
     reject_internal_fields: bool,
 }
 
+#[expect(
+    clippy::print_stderr,
+    reason = "the entry point reports a failed start on stderr"
+)]
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let fixtures = cli.fixtures.or_else(|| {

@@ -1,5 +1,9 @@
 //! Anthropic Messages and OpenAI Responses: shapes, streams compared to the fixtures' event
 //! sequences and key sets, tool replies, errors, mid-stream errors.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

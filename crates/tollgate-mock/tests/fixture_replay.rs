@@ -1,4 +1,8 @@
 //! Byte-exact fixture replay, `.splits.json` flush points, `x-mock-split-every`, error fixtures.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

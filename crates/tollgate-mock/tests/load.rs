@@ -2,6 +2,10 @@
 //! `cargo test --release -p tollgate-mock --test load -- --ignored --nocapture`.
 //! Spawns the binary with `--no-record`, drives it from this process with N concurrent
 //! keep-alive connections for a bounded time, and prints requests/s and latency percentiles.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

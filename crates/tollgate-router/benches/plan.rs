@@ -1,5 +1,9 @@
 //! `plan` + `next_attempt` + `report` for a 4-deployment group with usage-based-routing-v2:
 //! the router's share of one forwarded request. Run: `cargo bench -p tollgate-router`.
+#![expect(
+    clippy::expect_used,
+    reason = "benchmark setup: a failed setup aborts the run"
+)]
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -62,6 +62,10 @@ pub fn load(
 ///
 /// Errors: [`StartupError::InvalidConfig`] (exit code 2) for an invalid config,
 /// [`StartupError::StoreConnection`] (1) for a store that cannot be used.
+#[expect(
+    clippy::print_stdout,
+    reason = "the check-config report is the command's output"
+)]
 pub fn run(
     loaded: &LoadedConfig,
     path: &Path,

@@ -81,7 +81,7 @@ impl ClientUpstream {
     ///
     /// Errors: 400 for a credential field inside a nest (naming `nest.field`), a base or key
     /// that is not a string, or `api_base` and `base_url` that differ.
-    #[allow(clippy::result_large_err)] // the refusal path is cold
+    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
     pub fn from_request(req: &ParsedRequest<'_>) -> Result<Option<ClientUpstream>, GatewayError> {
         let mut found: Option<ClientUpstream> = None;
         for key in req.body.keys() {
@@ -144,7 +144,6 @@ impl ClientUpstream {
 /// else the per-request copy [`deployment_for`] builds, kept in `own`.
 ///
 /// Errors: as [`deployment_for`].
-#[allow(clippy::result_large_err)] // the refusal path is cold
 pub async fn for_attempt<'d>(
     client: Option<&ClientUpstream>,
     dep: &'d Deployment,
@@ -162,7 +161,6 @@ pub async fn for_attempt<'d>(
 /// and (checked) base, as the module docs say.
 ///
 /// Errors: 400 naming the refused field and why; nothing has been sent.
-#[allow(clippy::result_large_err)] // the refusal path is cold
 pub async fn deployment_for(
     c: &ClientUpstream,
     dep: &Deployment,
@@ -212,7 +210,7 @@ fn refusal(why: ClientsideRefusal<'_>) -> GatewayError {
 /// A string field's value.
 ///
 /// Errors: 400 `invalid_type` naming the field.
-#[allow(clippy::result_large_err)] // the refusal path is cold
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 fn string_value(raw: &RawValue, field: &'static str) -> Result<String, GatewayError> {
     serde_json::from_str(raw.get()).map_err(|_| {
         let expected = "a string";

@@ -67,6 +67,10 @@ enum Command {
     },
 }
 
+#[expect(
+    clippy::print_stderr,
+    reason = "the entry point reports a failed start on stderr"
+)]
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();

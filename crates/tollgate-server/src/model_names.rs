@@ -11,7 +11,7 @@ use crate::errors::{GatewayError, GatewayFailure};
 /// `name` is not a name the gateway accepts.
 ///
 /// Errors: the 400 as a [`GatewayError`] (rendered in the client's dialect by the caller).
-#[allow(clippy::result_large_err)] // the refusal path is cold
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 pub fn check(name: &str, param: &'static str) -> Result<(), GatewayError> {
     model_name::check(name)
         .map_err(|why| GatewayFailure::InvalidModelName { name, param, why }.into())
@@ -20,7 +20,7 @@ pub fn check(name: &str, param: &'static str) -> Result<(), GatewayError> {
 /// The request's own `fallbacks`, each name checked as [`check`] does.
 ///
 /// Errors: the 400 for the first refused name.
-#[allow(clippy::result_large_err)] // the refusal path is cold
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 pub fn checked_fallbacks(names: Option<Vec<String>>) -> Result<Option<Vec<String>>, GatewayError> {
     for n in names.iter().flatten() {
         check(n, "fallbacks")?;

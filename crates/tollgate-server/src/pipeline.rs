@@ -125,7 +125,7 @@ async fn run(
 /// count), and the key's access to the model group the request resolves to.
 ///
 /// Errors: 403 when the key may not call it.
-#[allow(clippy::result_large_err)] // the refusal path is cold
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 fn admitted<'s>(
     state: &'s AppState,
     endpoint: Endpoint,

@@ -106,7 +106,7 @@ pub fn response_not_found(id: &str) -> GatewayError {
 /// one endpoint comparison (and, on `/v1/responses`, one lookup of a top-level key).
 ///
 /// Errors: [`previous_not_found`].
-#[allow(clippy::result_large_err)] // the refusal path is cold
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 pub fn check_previous(
     store: &dyn ResponseStore,
     endpoint: Endpoint,

@@ -45,7 +45,7 @@ impl<'a> ResponsesSession<'a> {
     ///
     /// Errors: 404 `previous_response_not_found` ([`previous_not_found`]) for an id that is
     /// unknown, expired, or another caller's.
-    #[allow(clippy::result_large_err)] // the refusal path is cold
+    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
     pub fn continue_from(&mut self, request: &Value) -> Result<(), GatewayError> {
         if let Some(prev) = request.get("previous_response_id").and_then(Value::as_str) {
             self.history = self

@@ -1,4 +1,8 @@
 //! The `tollgate` command line: check-config, invalid configs, --version.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::process::Command;
 

@@ -7,6 +7,10 @@
 //! the mock's log empty (no hit on the trap nor anywhere else) and no key in any header.
 //! Hosts a client may choose are public ones: those that pass are unit-tested with an injected
 //! resolver (tollgate-providers `egress`), since this machine has no public network.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

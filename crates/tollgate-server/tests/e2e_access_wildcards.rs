@@ -5,6 +5,10 @@
 //! `bedrock-evil/x`, `BEDROCK/x`, the bare `bedrock` nor `bedrock/`), in a key's, team's or
 //! user's `models`, in an access group and as a router wildcard group; and a name with `..`,
 //! empty segments, a control character or a percent-encoded byte is a 400 before routing.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

@@ -18,6 +18,11 @@
 //! exactly 0.002 USD, the admission estimate equals the actual cost, and admitted counts are
 //! exact. With `TOLLGATE_TEST_DATABASE_URL` set, the `_postgres` variants run each in a fresh
 //! database.
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 #[path = "common/governance.rs"]
 mod gov;

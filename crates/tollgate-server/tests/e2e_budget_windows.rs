@@ -15,6 +15,12 @@
 //! estimate (`max_tokens` × output price) equals the actual cost and the admitted counts are
 //! exact. With `TOLLGATE_TEST_DATABASE_URL` set, the `_postgres` variants run each in a fresh
 //! database and read LiteLLM's tables.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 #[path = "common/governance.rs"]
 mod gov;

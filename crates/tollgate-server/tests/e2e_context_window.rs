@@ -3,6 +3,10 @@
 //! Anthropic's "prompt is too long" from an Anthropic-dialect deployment move the request to
 //! the fallback group; an unrelated 400
 //! reaches the client as the upstream wrote it, with no fallback call.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

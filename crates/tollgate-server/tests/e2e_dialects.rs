@@ -1,5 +1,9 @@
 //! End-to-end: Anthropic Messages and OpenAI Responses endpoints, passthrough and translated,
 //! through the real binary against `tollgate-mock`.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

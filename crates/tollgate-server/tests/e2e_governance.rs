@@ -12,6 +12,12 @@
 //! on values, never on time. With `TOLLGATE_TEST_DATABASE_URL` set, the budget, concurrency and
 //! secrets scenarios also run on Postgres, each in a fresh database, and the tests then read
 //! LiteLLM's tables (`"LiteLLM_VerificationToken"`, `"LiteLLM_SpendLogs"`) directly.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 #[path = "common/governance.rs"]
 mod gov;

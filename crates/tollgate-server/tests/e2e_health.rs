@@ -1,5 +1,9 @@
 //! `GET /health`, LiteLLM's active health check, against `tollgate-mock` scripted per
 //! deployment: which deployments were called, with what, and what the caller was told.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

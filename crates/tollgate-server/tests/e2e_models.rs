@@ -3,6 +3,11 @@
 //! binary in front of `tollgate-mock`. The gateway's SQLite store is a file in a directory the
 //! test owns (`database_url: sqlite://…`), so a second gateway started on the same config reads
 //! what the first one stored.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

@@ -7,6 +7,11 @@
 //!
 //! Postgres cases run when `TOLLGATE_TEST_DATABASE_URL` is set and report their skip
 //! otherwise (`common/skip.rs`).
+#![expect(
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 #[path = "common/governance.rs"]
 mod gov;

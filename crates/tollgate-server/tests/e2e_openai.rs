@@ -1,5 +1,9 @@
 //! End-to-end: the real `tollgate` binary in front of `tollgate-mock`, OpenAI dialect.
 //! Byte-for-byte checks use the shared fixtures (`../shared/fixtures/openai`).
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

@@ -1,6 +1,10 @@
 //! End-to-end routing through the real binary: retries, fallbacks, cooldowns, client-side
 //! timeouts (issue 6 rules; field failures B28, B29, B31). Deployments are told apart by the
 //! mock's `/d/{deployment}` prefix and scripted per deployment.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

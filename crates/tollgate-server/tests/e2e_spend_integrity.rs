@@ -16,6 +16,10 @@
 //!
 //! Items 1 and 2 price every deployment at 1e-6 USD per prompt token and 2e-6 per completion
 //! token, on models without a shipped tokenizer, so counted tokens are `ceil(bytes / 4)`.
+#![expect(
+    clippy::expect_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 #[path = "common/governance.rs"]
 mod gov;

@@ -11,6 +11,7 @@
 //!
 //! Deployments are told apart by the mock's `/d/{deployment}` prefix and scripted per
 //! deployment.
+#![expect(clippy::panic, reason = "test support: a failed setup fails the test")]
 
 #[path = "common/governance.rs"]
 mod gov;

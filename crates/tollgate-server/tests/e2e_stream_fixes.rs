@@ -15,6 +15,12 @@
 //!
 //! Deployments are told apart by the mock's `/d/{deployment}` prefix and scripted per
 //! deployment; fixtures are written to a directory of the test's own.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 #[path = "common/governance.rs"]
 mod gov;

@@ -6,6 +6,10 @@
 //!
 //! Every upstream answer here has a scripted usage of 1000 prompt + 500 completion tokens; at
 //! the deployments' prices (1e-6 USD in, 2e-6 USD out per token) each call costs 0.002 USD.
+#![expect(
+    clippy::expect_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 #[path = "common/governance.rs"]
 mod gov;

@@ -3,6 +3,10 @@
 //! included, as the gateway does it.
 //!
 //! Run: `CARGO_TARGET_DIR=/work/targets/translate cargo bench -p tollgate-translate`.
+#![expect(
+    clippy::expect_used,
+    reason = "benchmark setup: a failed setup aborts the run"
+)]
 
 use std::path::PathBuf;
 

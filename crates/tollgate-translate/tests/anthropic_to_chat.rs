@@ -1,4 +1,8 @@
 //! Golden tests: Anthropic Messages client ⇄ OpenAI Chat upstream.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

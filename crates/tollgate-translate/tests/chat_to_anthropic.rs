@@ -1,4 +1,8 @@
 //! Golden tests: OpenAI Chat client ⇄ Anthropic upstream.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

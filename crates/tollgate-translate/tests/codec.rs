@@ -1,5 +1,10 @@
 //! Every codec against the pair functions it stands for: same request, answer, stream bytes,
 //! usage and errors; same-dialect codecs forward and relay without parsing.
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use bytes::BytesMut;
 use serde_json::{Value, json};

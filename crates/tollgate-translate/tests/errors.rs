@@ -1,5 +1,9 @@
 //! Every upstream error fixture, reshaped for a client of the other dialect (wire-formats.md
 //! §7.6), compared with a golden file.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 mod common;
 

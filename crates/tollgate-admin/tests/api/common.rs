@@ -1,6 +1,11 @@
 //! Test harness: a `Governance` over in-memory SQLite, a stub `Authorize` (`Bearer admin` →
 //! master key, `Bearer sk-…` → that virtual key), a stub `ModelRegistry`, and the router
 //! driven with `tower::ServiceExt::oneshot`.
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::sync::{Arc, Mutex};
 

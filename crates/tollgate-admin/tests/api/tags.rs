@@ -1,5 +1,9 @@
 //! `/tag/*`: a tag's budget tier reaches the request path, refuses at its cap, changes on
 //! update, and goes away on delete.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use http::StatusCode;
 use serde_json::{Value, json};

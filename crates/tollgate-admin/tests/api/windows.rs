@@ -1,6 +1,10 @@
 //! The budget window rule on the entities whose window lives on a budget tier (keys linked to a
 //! tier, organizations, team members): a first `budget_duration` starts the window at 0, the
 //! same one again changes nothing, a different one keeps the spend and moves the reset.
+#![expect(
+    clippy::expect_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use chrono::{DateTime, Utc};
 use http::StatusCode;

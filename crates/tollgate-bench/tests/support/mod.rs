@@ -1,8 +1,14 @@
 //! A tiny in-process OpenAI/Anthropic-shaped upstream for the harness tests
 //! (the real mock is the `tollgate-mock` crate; this one keeps the tests
 //! independent of its build).
-
-#![allow(dead_code)]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test support: a failed setup fails the test"
+)]
+#![allow(
+    dead_code,
+    reason = "shared by several test crates, each using a part of it"
+)]
 
 use std::convert::Infallible;
 use std::sync::Arc;

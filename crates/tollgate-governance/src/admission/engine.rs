@@ -171,7 +171,10 @@ impl Admission {
     ///
     /// Errors: a [`Rejection`] naming the first refusing scope (budgets of every scope are checked
     /// before any rate limit).
-    #[allow(clippy::result_large_err)] // the refusal path is cold; callers match on it directly
+    #[expect(
+        clippy::result_large_err,
+        reason = "the refusal path is cold; callers match on it directly"
+    )]
     pub fn admit(&self, req: AdmitRequest) -> Result<Reservation, Rejection> {
         let now = self.clock.now();
         let rr = ReserveRequest {

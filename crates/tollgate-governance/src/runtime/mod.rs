@@ -269,7 +269,7 @@ impl Governance {
     /// Admits one attempt (see [`Admission::admit`]) and starts its spend-log row.
     ///
     /// Errors: the [`Rejection`] to send (422 budget, 429 limits).
-    #[allow(clippy::result_large_err)] // the refusal path is cold
+    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
     pub fn admit(
         &self,
         req: AdmitRequest,

@@ -207,7 +207,10 @@ enum Step<'a> {
     ToolFrag(usize, &'a str),
 }
 
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the pieces of one parsed request, passed once"
+)]
 fn stream(
     ctx: &Ctx,
     id: &str,

@@ -165,7 +165,10 @@ pub(crate) fn handle(ctx: &Ctx) -> Reply {
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the pieces of one parsed request, passed once"
+)]
 fn stream(
     ctx: &Ctx,
     id: &str,

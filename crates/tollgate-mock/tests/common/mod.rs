@@ -1,6 +1,15 @@
 //! Test helpers: start the mock in-process and talk to it with a plain hyper client, keeping
 //! each received body frame separately (to count reads).
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test crates, each using a part of it"
+)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::time::Duration;
 

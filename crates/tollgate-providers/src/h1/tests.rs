@@ -188,7 +188,10 @@ async fn doomed_connection(
     let (tx, rx) = tokio::sync::oneshot::channel();
     if reset {
         // A zero linger makes the close a reset; it cannot block, having nothing to send.
-        #[allow(deprecated)]
+        #[expect(
+            deprecated,
+            reason = "SO_LINGER 0 is how the test makes the peer send a reset"
+        )]
         peer.set_linger(Some(Duration::ZERO)).unwrap();
         drop(peer);
         let _ = tx.send(false);

@@ -88,7 +88,7 @@ impl<'a> Governed<'a> {
     /// limits, atomically.
     ///
     /// Errors: [`Refusal::Denied`] (403, or 400 for a blocked end user), [`Refusal::Rejected`].
-    #[allow(clippy::result_large_err)] // the refusal path is cold
+    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
     pub fn admit(
         &mut self,
         req: &ParsedRequest<'_>,
@@ -171,7 +171,7 @@ pub fn access_name<'a>(group: &'a ModelGroup, routed: &'a str, fallback_index: u
 /// Checks that `p` may call `name` (`requested` is the name the client sent).
 ///
 /// Errors: 403 in LiteLLM's wording, its error type naming what denied it.
-#[allow(clippy::result_large_err)] // the refusal path is cold
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 pub fn check_access(
     gate: &Gate,
     p: &Principal,

@@ -26,6 +26,8 @@ use tollgate_router::Router;
 
 use crate::gate::{Gate, GateError};
 use crate::state::{EnvLookup, SharedRouter, StateError, build_router, routed_entry};
+#[cfg(test)]
+use listing::public_params;
 use listing::{config_entry_info, stored_info, stored_row};
 use row::{entry_of, merge_object, parse_flag, parse_new};
 

@@ -135,7 +135,7 @@ pub async fn run(
 /// Admits `attempt` when governance runs (`governed`); `Ok(None)` when it does not.
 ///
 /// Errors: the refusal as the client's error (403, 400, 422 / 429).
-#[allow(clippy::result_large_err)] // the refusal path is cold
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 fn admit(
     r: &Routed<'_>,
     governed: Option<&mut Governed<'_>>,
@@ -216,7 +216,10 @@ fn call<'a>(r: &'a Routed<'_>, attempt: &'a Attempt<'_>, a: Admitted) -> Call<'a
 
 /// The plan's answer: the last attempt's, else 429 "No deployments available"; with the
 /// attempt counts.
-#[allow(clippy::result_large_err)] // moved once per request, not returned through `?`
+#[expect(
+    clippy::result_large_err,
+    reason = "moved once per request, not returned through `?`"
+)]
 fn conclude(
     attempts: &AttemptPlan<'_>,
     last: Option<Result<Response, GatewayError>>,

@@ -41,7 +41,7 @@ impl<'b> Inbound<'b> {
     /// Authenticates the caller (401 otherwise), parses `body` (400 on a malformed one),
     /// refuses a model name that could leave a provider's URL path, reads client-side
     /// credentials, and refuses a `previous_response_id` the caller may not continue (404).
-    #[allow(clippy::result_large_err)] // the refusal path is cold
+    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
     pub fn read(
         state: &AppState,
         endpoint: Endpoint,
@@ -75,7 +75,7 @@ impl<'b> Inbound<'b> {
     ///
     /// Errors: 400 for a malformed `num_retries` or `fallbacks` field, 400 `invalid_header`
     /// for a count header that is not a non-negative integer.
-    #[allow(clippy::result_large_err)] // the refusal path is cold
+    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
     pub fn policy(
         &self,
         headers: &HeaderMap,

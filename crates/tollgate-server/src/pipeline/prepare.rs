@@ -61,7 +61,7 @@ pub struct Attempting<'a> {
 ///
 /// Errors: the plan's refusal (an endpoint the deployment cannot serve), 400 for a body that
 /// is not JSON, 404 for a `previous_response_id` not found, a translation's refusal.
-#[allow(clippy::result_large_err)] // the refusal path is cold
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 pub fn prepare<'s>(
     a: &Attempting<'_>,
     mut session: ResponsesSession<'s>,

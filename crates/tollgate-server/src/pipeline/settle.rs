@@ -28,6 +28,10 @@ impl<'a> CallGuard<'a> {
     }
 
     /// The record being filled in.
+    #[expect(
+        clippy::expect_used,
+        reason = "`record` is `None` only after a consuming method, which takes `self`"
+    )]
     pub fn record(&mut self) -> &mut CallRecord {
         // `record` is `None` only after a consuming method, which takes `self`.
         self.record
@@ -48,6 +52,10 @@ impl<'a> CallGuard<'a> {
 
     /// Hands the record to a stream relay, which delivers it when the stream ends or the
     /// client drops it ([`crate::relay::stream::StreamRelay`]).
+    #[expect(
+        clippy::expect_used,
+        reason = "`record` is `None` only after a consuming method, which takes `self`"
+    )]
     pub fn into_stream(mut self) -> (CallRecord, Arc<dyn CallSink>) {
         let record = self
             .record

@@ -165,7 +165,7 @@ pub async fn peek(
     }
 }
 
-#[allow(clippy::result_large_err)] // the failure path is cold
+#[expect(clippy::result_large_err, reason = "the failure path is cold")]
 fn decide(
     mut primed: Primed,
     ev: RawEvent,

@@ -1,6 +1,10 @@
 //! Item 5 of issue 17: LiteLLM's default end-user budget (`litellm_settings.max_end_user_budget`,
 //! `max_end_user_budget_id`) for end users without their own tier, new ones included, under a
 //! burst of simultaneous first requests.
+#![expect(
+    clippy::expect_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::sync::Arc;
 

@@ -6,7 +6,15 @@
 //!
 //! Declared from the test file with `#[path = "common/governance.rs"] mod gov;` so it does not
 //! touch `common/mod.rs`, which other test files share.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test crates, each using a part of it"
+)]
+#![expect(
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

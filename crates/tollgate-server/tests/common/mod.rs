@@ -1,6 +1,15 @@
 //! Shared harness for the end-to-end tests: the real `tollgate` binary against an in-process
 //! `tollgate-mock` upstream.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test crates, each using a part of it"
+)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

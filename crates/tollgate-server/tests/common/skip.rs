@@ -8,7 +8,10 @@
 //! file named by `TOLLGATE_TEST_SKIP_LOG`, which `scripts/test.sh` sums up at the end of the
 //! run (one line per skipped test) and clears. The test is named as `cargo test` names it,
 //! after its test target: `e2e_governance::budget_lockout_postgres` ([`test_name`]).
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test crates, each using a part of it"
+)]
 
 use std::io::Write;
 

@@ -1,5 +1,6 @@
 //! A temporary directory per call, removed on drop. Shared by `common/mod.rs` and
 //! `common/governance.rs`.
+#![expect(clippy::panic, reason = "test support: a failed setup fails the test")]
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

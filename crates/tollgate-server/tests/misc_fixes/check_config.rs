@@ -2,6 +2,10 @@
 //! `allowed_fails` is unset, the governance settings in effect (secrets masked), and a group
 //! count the server's start line agrees with; a config with an unknown provider prefix is
 //! refused with every problem deployment at once, each with `file:line`.
+#![expect(
+    clippy::expect_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

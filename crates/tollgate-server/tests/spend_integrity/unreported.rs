@@ -2,6 +2,10 @@
 //! one without, the master key): the prompt counted from the request, the completion from the
 //! text produced (a unary answer's content; a stream's content deltas as relayed, not its
 //! envelopes), also for a stream the client cut off or that failed after content.
+#![expect(
+    clippy::expect_used,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};

@@ -3,7 +3,15 @@
 //! Expected outputs live in `tests/golden/` (JSON compared semantically, SSE compared byte for
 //! byte). `UPDATE_GOLDEN=1 cargo test -p tollgate-translate` rewrites them; review every diff by
 //! hand, they are the spec.
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by several test crates, each using a part of it"
+)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 use std::path::PathBuf;
 
