@@ -3,8 +3,8 @@
 //! `GET /budget/list`. Writes admin only; reads viewers too.
 //!
 //! A tier is referenced by `budget_id` from keys, customers, team memberships, organizations
-//! and tags; its limits tighten theirs (B01) and keys without their own window inherit its
-//! `budget_duration` (B05). Units: `max_budget` / `soft_budget` USD, `tpm_limit` tokens per
+//! and tags; its limits tighten theirs and keys without their own window inherit its
+//! `budget_duration`. Units: `max_budget` / `soft_budget` USD, `tpm_limit` tokens per
 //! minute, `rpm_limit` requests per minute.
 
 use std::sync::Arc;

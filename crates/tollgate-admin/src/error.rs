@@ -6,7 +6,7 @@
 //! ```
 //!
 //! `code` is the HTTP status as a string. Messages are scrubbed: anything that looks like a
-//! virtual key (`sk-…`) is replaced by its masked form (`sk-...abcd`) before it leaves (B37).
+//! virtual key (`sk-…`) is replaced by its masked form (`sk-...abcd`) before it leaves.
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};

@@ -83,7 +83,7 @@ pub(crate) struct KeyPlan {
     pub model_windows: Vec<(String, WindowPlan)>,
 }
 
-/// The budget window a key is counted under: its own `budget_duration`, else its tier's (B05).
+/// The budget window a key is counted under: its own `budget_duration`, else its tier's.
 pub(crate) fn key_window(
     e: &Entities,
     row: &VerificationToken,
@@ -181,7 +181,7 @@ impl KeyFields {
             row.budget_duration = Some(d.to_string());
         }
         if let Some(id) = &self.budget_id {
-            // B05: a key without its own window follows its tier's (planned below, so
+            // A key without its own window follows its tier's (planned below, so
             // `budget_reset_at` is known from the start)
             if !e.budgets.contains_key(id) {
                 return Err(ApiError::bad_request(format!(

@@ -420,8 +420,8 @@ struct ResetBody {
 }
 
 /// `POST /key/{key}/reset_spend` `{"reset_to": <USD, default 0>}`: the key's spend in its
-/// window becomes `reset_to` now (0 restarts the window), in force for the very next request
-/// (B07). Returns `{"key_hash", "spend", "previous_spend", "max_budget", "budget_duration"}`.
+/// window becomes `reset_to` now (0 restarts the window), in force for the very next
+/// request. Returns `{"key_hash", "spend", "previous_spend", "max_budget", "budget_duration"}`.
 /// Errors: 400 (`reset_to` negative or above the current spend), 401, 403, 404.
 async fn reset_spend(
     State(ctx): State<Arc<AdminContext>>,

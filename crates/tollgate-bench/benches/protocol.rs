@@ -1,4 +1,4 @@
-//! Micro-benchmarks of the hot pieces `tollgate-protocol` provides (issue 3, item 4):
+//! Micro-benchmarks of the hot pieces `tollgate-protocol` provides:
 //! parse-and-rewrite of a request body, and the per-event cost of relaying an
 //! OpenAI SSE stream (framing, field parsing, usage sniffing).
 //!

@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::driver::Mode;
 use crate::workload::Scenario;
 
-/// Load driver and side-by-side gateway benchmark (issue 3).
+/// Load driver and side-by-side gateway benchmark.
 #[derive(Debug, Parser)]
 #[command(name = "tollgate-bench", version)]
 pub struct Cli {

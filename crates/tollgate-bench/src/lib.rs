@@ -1,4 +1,4 @@
-//! Tollgate's benchmark harness (issue 3).
+//! Tollgate's benchmark harness.
 //!
 //! - [`driver`]: closed-loop and open-loop load driver (one keep-alive HTTP/1.1
 //!   connection per worker, HDR histograms in µs, warm-up excluded).

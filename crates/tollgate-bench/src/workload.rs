@@ -12,7 +12,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-/// The scenarios of issue 3, selectable by name on the command line and in
+/// The harness's scenarios, selectable by name on the command line and in
 /// gateway capability lists (kebab-case: `forwarding`, `governed`, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]

@@ -1,5 +1,5 @@
 //! Prompt token counting for admission: 1K / 10K / 100K-token chat prompts.
-//! Target (issue 5): a 100K-token prompt counted in ≤ 2 ms in release mode.
+//! Target: a 100K-token prompt counted in ≤ 2 ms in release mode.
 //! Run: `cargo bench -p tollgate-governance --bench tokens`.
 #![expect(
     clippy::print_stdout,

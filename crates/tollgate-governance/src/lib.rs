@@ -36,8 +36,8 @@
 //!    `let price = prices.price_for(provider, model, &deployment_overrides);`
 //!    `let est = admission::Estimate::new(admission.config(), price.as_ref(), prompt, max_tokens);`
 //! 4. *Admit*: build one [`admission::ScopeRequest`] per scope the request touches, with its
-//!    [`admission::Limits`] from the cache — the key's `limits().tighter(&tier.limits())` (B01,
-//!    B05), team, team member (`ScopeKey::team_member`), user, end user (its tier's limits),
+//!    [`admission::Limits`] from the cache — the key's `limits().tighter(&tier.limits())` (the
+//!    tighter cap; the tier's window when the key has none), team, team member (`ScopeKey::team_member`), user, end user (its tier's limits),
 //!    organization, each tag, each per-model limit (`ScopeKey::model_per_key`, from
 //!    `model_limits_for()`), and `ScopeKey::global()`; key display `"<alias> (sk-...abcd)"`.
 //!    `admission.admit(AdmitRequest { request_id, attempt, scopes, estimate })`:
@@ -58,25 +58,12 @@
 //! **Management API** writes through `db.upsert_*` / `db.delete_*`, then updates the cache, and
 //! calls `admission.set_spend` / `admission.reset_spend` / `admission.arm_window` (a
 //! `budget_duration` change, [`admission::WindowPlan`]) so a change is in force on the next
-//! request (B07).
+//! request.
 //!
-//! # Measured (this 2-core machine, release, shared with other builds: load average 10–13)
+//! # Measured
 //!
-//! `cargo bench -p tollgate-governance` (divan; wall time, so contention inflates it) and the
-//! thread-CPU-time report printed by `benches/tokens.rs`:
-//!
-//! | what | result |
-//! |---|---|
-//! | `admit` + `settle`, 5 scopes (key with budget/RPM/TPM/parallel, team, user, end user, global) | median 1.75 µs (1 thread), 2.4 µs (2 threads) |
-//! | 100K-token chat prompt, o200k, thread CPU time (median) | 4.1 ms prose, 4.6 ms source code; tiktoken-rs alone 20.5–22.3 ms |
-//! | 10K-token prompt, o200k, wall median | 0.44–0.51 ms |
-//! | 1K-token prompt, o200k, wall median | 42–46 µs |
-//! | bytes/4 estimate, any size | 16 ns |
-//!
-//! The ≤ 2 ms target for 100K tokens is **not** met on this machine: counting is exact and
-//! ~5× faster than `tiktoken-rs`, but here `tiktoken-rs` itself runs ~2× slower than on a
-//! typical desktop core. What is left is mostly the hand-written pre-tokenizer (~20 ns/piece)
-//! and rank-table probes for pieces missing the per-thread 8K-slot hot cache.
+//! `cargo bench -p tollgate-governance` (admission, token counting); the results are in
+//! `bench/README.md` ("Micro-benchmark results").
 
 pub mod admission;
 pub mod duration;

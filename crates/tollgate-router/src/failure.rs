@@ -3,7 +3,7 @@
 //! The classes follow LiteLLM's exception types (`RateLimitError`, `Timeout`,
 //! `APIConnectionError`, `InternalServerError`, `ContextWindowExceededError`,
 //! `ContentPolicyViolationError`, `BadRequestError`, `AuthenticationError`, `NotFoundError`),
-//! plus two client-side classes that are never the deployment's fault (field failure B31).
+//! plus two client-side classes that are never the deployment's fault.
 
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ impl FailureClass {
     }
 
     /// Retried by default (`num_retries`): 429, 408/timeouts, connection errors, 5xx. Never
-    /// another 4xx (B28) unless `retry_policy` says so.
+    /// another 4xx unless `retry_policy` says so.
     pub fn is_retryable(self) -> bool {
         matches!(
             self,
@@ -83,14 +83,14 @@ impl FailureClass {
     }
 
     /// Counts towards the deployment's `allowed_fails`: the same set as [`Self::is_retryable`].
-    /// Client cancellations and client timeouts never count (B31).
+    /// Client cancellations and client timeouts never count.
     pub fn counts_for_cooldown(self) -> bool {
         self.is_retryable()
     }
 
     /// Whether the plan may continue in a fallback group after this failure exhausted a
     /// group: retryable classes, context-window and content-policy errors. Other 4xx end the
-    /// plan at once (B28/B29).
+    /// plan at once.
     pub fn allows_fallback(self) -> bool {
         self.is_retryable()
             || matches!(

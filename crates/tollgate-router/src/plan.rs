@@ -9,7 +9,7 @@
 //! let summary = plan.summary();
 //! ```
 //!
-//! Rules (LiteLLM `router_settings`, field failures B28, B29, B31):
+//! Rules (LiteLLM `router_settings`):
 //! - A failure is retried in the same group while the group's retry budget for its class
 //!   lasts: `retry_policy` entry for the class, else (retryable classes only: 429, 408,
 //!   timeouts, connection errors, 5xx) the request's `num_retries`, else the failed
@@ -26,7 +26,7 @@
 //!   `fallbacks`, else `default_fallbacks`; in each map a rule keyed `*` stands for every
 //!   group without its own. Each group is entered at most once, at most `max_fallbacks` of
 //!   them, each with its own retries; then the plan ends: the fallbacks of a fallback group
-//!   are not followed (B29; LiteLLM re-enters its whole fallback handling for each fallback
+//!   are not followed (LiteLLM re-enters its whole fallback handling for each fallback
 //!   group, up to `max_fallbacks` deep).
 //! - A group with no available deployment (all cooling down, or filtered by pre-call
 //!   checks) counts as exhausted by a rate limit.
@@ -101,7 +101,7 @@ pub enum PlanEnd<'a> {
 
 impl PlanEnd<'_> {
     /// For [`PlanEnd::NoDeployments`]: the `retry-after` header value in whole seconds,
-    /// rounded up, at least 1 (field failure B13). `None` for other endings.
+    /// rounded up, at least 1. `None` for other endings.
     pub fn retry_after_header_secs(&self) -> Option<u64> {
         match self {
             PlanEnd::NoDeployments { retry_after, .. } => {

@@ -5,7 +5,7 @@
 //! one snapshot per candidate) so a shared store (Redis) can replace [`InMemoryState`]
 //! later. Deployments are addressed by a dense slot number assigned by the router
 //! ([`crate::Router::slot_ids`] gives the deployment id of each slot). Memory is fixed per
-//! deployment: nothing grows with requests (field failure B40).
+//! deployment: nothing grows with requests.
 
 use std::fmt;
 use std::sync::Mutex;

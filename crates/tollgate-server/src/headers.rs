@@ -1,6 +1,6 @@
 //! Response headers: which upstream headers reach the client, and the gateway's own.
 //!
-//! Forwarded unprefixed (SDK back-off reads them; B13): `retry-after`, `retry-after-ms`,
+//! Forwarded unprefixed (SDK back-off reads them): `retry-after`, `retry-after-ms`,
 //! `x-should-retry`, every `x-ratelimit-*` and `anthropic-ratelimit-*`. The provider's request
 //! id is forwarded as is (the SDKs read it) and as `llm_provider-<name>` (LiteLLM's convention, §7). Hop-by-hop, cookie and
 //! CORS headers are never forwarded.

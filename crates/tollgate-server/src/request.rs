@@ -73,7 +73,7 @@ impl Endpoint {
 }
 
 /// Request fields the gateway consumes and never forwards (LiteLLM's proxy-only parameters;
-/// `reference/litellm-surface.md` §3 and §12). `user` is forwarded (B44).
+/// `reference/litellm-surface.md` §3 and §12). `user` is forwarded.
 pub const GATEWAY_ONLY_FIELDS: &[&str] = &[
     "metadata",
     "litellm_metadata",

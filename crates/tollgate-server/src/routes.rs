@@ -230,7 +230,7 @@ async fn models(State(s): State<Arc<AppState>>, h: HeaderMap) -> Response {
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
-/// The model names the caller may call (B41): every configured group and router alias, the
+/// The model names the caller may call: every configured group and router alias, the
 /// wildcard groups by their pattern (`bedrock/*`, as LiteLLM lists them; never the catch-all
 /// `*`, which names no model), plus the key's and its team's aliases and the key's own names
 /// and patterns that a wildcard group serves (`openai/gpt-4o-mini`, `bedrock/anthropic.*`),

@@ -1,6 +1,6 @@
 //! End-to-end fixes of budget windows, the default end-user budget and per-model key budgets,
 //! through the real `tollgate` binary in front of the priced mock upstream (the cases a
-//! newcomer found after issue 17):
+//! newcomer found):
 //!
 //! - `/customer/update` with only `budget_duration` on an end user held to the default budget
 //!   keeps that cap (a new window at 0, or the default's window going on), never lifts it;

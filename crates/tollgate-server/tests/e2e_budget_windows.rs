@@ -1,4 +1,4 @@
-//! End-to-end budget windows (issue 17, items 4–6) through the real `tollgate` binary in front
+//! End-to-end budget windows through the real `tollgate` binary in front
 //! of the priced mock upstream:
 //!
 //! - a `budget_duration` added to a key, team, user or customer that already has spend starts a

@@ -323,7 +323,7 @@ async fn anthropic_client_on_openai_upstream() {
     }
     let m = mock().await;
     let gw = Gateway::start(&config(&m.base_url()));
-    // Streamed tool arguments arrive complete (B15) and the stop reason is tool_use (B17).
+    // Streamed tool arguments arrive complete and the stop reason is tool_use.
     let text = anthropic_post(&gw, json!({"model": "openai-fixture/openai/chat/tools.stream.sse", "max_tokens": 100, "stream": true,
         "messages": [{"role": "user", "content": "weather?"}]})).await.text().await.unwrap();
     let evs = events(&text);
@@ -465,7 +465,7 @@ async fn responses_passthrough_and_translated() {
         .collect();
     assert_eq!(deltas, "This is a mock response to: Say hi");
     m.drain_observations();
-    // tool_choice "none" keeps its meaning toward chat (B20).
+    // tool_choice "none" keeps its meaning toward chat.
     openai_post(&gw, "/v1/responses", json!({"model": "vllm", "input": "x", "tool_choice": "none",
         "tools": [{"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}]})).await;
     let obs = m.drain_observations();

@@ -1,4 +1,4 @@
-//! What a newcomer trips on (issue 17, item 11), through the real `tollgate` binary: configs
+//! What a newcomer trips on, through the real `tollgate` binary: configs
 //! naming providers Tollgate does not serve (all refused at once, each with file and line),
 //! `check-config` naming the store and trying it (`--connect`), startup errors without a
 //! database server's source line, the routing settings in effect with their source, and a

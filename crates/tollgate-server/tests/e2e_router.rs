@@ -1,5 +1,5 @@
 //! End-to-end routing through the real binary: retries, fallbacks, cooldowns, client-side
-//! timeouts (issue 6 rules; field failures B28, B29, B31). Deployments are told apart by the
+//! timeouts (LiteLLM's `router_settings` rules). Deployments are told apart by the
 //! mock's `/d/{deployment}` prefix and scripted per deployment.
 #![expect(
     clippy::unwrap_used,
@@ -68,7 +68,7 @@ async fn client_errors_are_not_retried() {
     assert_eq!(r.headers()["x-litellm-attempted-retries"], "0");
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["type"], "invalid_request_error");
-    assert_eq!(calls(&m).len(), 1, "a 400 is not retried (B28)");
+    assert_eq!(calls(&m).len(), 1, "a 400 is not retried");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,7 +113,7 @@ async fn fallback_chain_ends_with_the_last_error() {
     assert_eq!(
         (count("primary"), count("backup")),
         (3, 3),
-        "1 + num_retries on each, once (B29): {seen:?}"
+        "1 + num_retries on each, once: {seen:?}"
     );
 }
 
@@ -401,7 +401,7 @@ async fn a_clients_own_short_timeout_does_not_cool_the_deployment() {
         b["timeout"] = json!(0.1);
         assert_eq!(chat(&gw, b).await.status(), 504);
     }
-    // B31: the deployment is still healthy for a client without a short timeout.
+    // The deployment is still healthy for a client without a short timeout.
     let r = chat(&gw, msg("slowpoke")).await;
     assert_eq!(r.status(), 200);
 }
@@ -437,7 +437,7 @@ async fn a_streams_own_stream_timeout_bounds_its_first_byte_only() {
     let mut b = msg("slowpoke");
     b["stream_timeout"] = json!(0.1);
     assert_eq!(chat(&gw, b).await.status(), 200);
-    // B31: the client's own limit did not cool the deployment (allowed_fails: 1)
+    // The client's own limit did not cool the deployment (allowed_fails: 1)
     let r = chat(&gw, stream()).await;
     assert_eq!(r.status(), 200);
     assert!(r.text().await.unwrap().contains("data: [DONE]"));
@@ -718,7 +718,7 @@ async fn memory_stays_flat_across_failing_requests_with_retries_and_fallbacks() 
     burst(&gw, "failing", 1000).await;
     let after_second = rss_kb(pid);
     // Three deployments per group: every retry goes to an untried deployment, so no backoff
-    // sleeps. B40: a leak per failing request (each makes 3 + 3 upstream calls) would show as
+    // sleeps. Router state must not grow with requests: a leak per failing request (each makes 3 + 3 upstream calls) would show as
     // growth proportional to the second, larger batch.
     assert!(
         after_second < after_first + 8 * 1024,

@@ -1,4 +1,4 @@
-//! End-to-end: errors inside a 200 stream (issue 17, item 3), through the real binary against
+//! End-to-end: errors inside a 200 stream, through the real binary against
 //! `tollgate-mock`.
 //!
 //! - An upstream that answers 200 and sends an error as its first event has failed the attempt

@@ -1,4 +1,4 @@
-//! End-to-end (issue 17, items 2, 10 and the ids of 11), through the real `tollgate` binary in
+//! End-to-end translation details and ids, through the real `tollgate` binary in
 //! front of `tollgate-mock`: Anthropic's own `metadata.user_id` (forwarded alone, mapped to and
 //! from OpenAI `user`, counted as the end user), images and `cache_control` from every ingress
 //! to Claude, and answers translated from an OpenAI-dialect model carrying `msg_` / `resp_` ids

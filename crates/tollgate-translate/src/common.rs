@@ -19,7 +19,7 @@ pub fn finish_reason_from_stop_reason(stop_reason: &str) -> &'static str {
 /// OpenAI `finish_reason` → Anthropic `stop_reason` (wire-formats.md §7.3 reverse): `stop` →
 /// `end_turn`, `length` → `max_tokens`, `tool_calls`/`function_call` → `tool_use`,
 /// `content_filter` → `refusal`. When the reply contained tool calls, `stop` also becomes
-/// `tool_use` (some OpenAI-compatible servers say `stop` after a tool call; field failure B17).
+/// `tool_use` (some OpenAI-compatible servers say `stop` after a tool call).
 pub fn stop_reason_from_finish_reason(finish_reason: &str, saw_tool_call: bool) -> &'static str {
     match finish_reason {
         "length" => "max_tokens",

@@ -82,7 +82,7 @@ pub struct RequestOptions {
     /// `reasoning_effort` (set `true` only for reasoning models; others reject the field).
     pub thinking_to_reasoning_effort: bool,
     /// Toward OpenAI-dialect upstreams: drop earlier-turn thinking entirely instead of sending
-    /// its text as the non-standard assistant `reasoning_content` field (DeepSeek/vLLM style,
-    /// field failure B22). Thinking never goes into visible `content` either way.
+    /// its text as the non-standard assistant `reasoning_content` field (DeepSeek/vLLM style; by
+    /// default it is sent, so a multi-turn reasoning conversation keeps its earlier thinking). Thinking never goes into visible `content` either way.
     pub drop_reasoning_history: bool,
 }

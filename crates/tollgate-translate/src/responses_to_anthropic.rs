@@ -2,9 +2,8 @@
 //! chaining the two translations: Responses → Chat ([`crate::responses_to_chat`]) → Anthropic
 //! ([`crate::chat_to_anthropic`]) for requests, and back for responses and streams. One mapping
 //! table per dialect pair stays the single source of truth; the cost is an intermediate chat
-//! document (and, for streams, re-reading the intermediate chunks): `benches/translate.rs`
-//! measured ~0.12 ms (median) for the whole 22-event tools stream fixture, against ~0.02 ms for
-//! the direct Anthropic → Chat translation of the same stream.
+//! document (and, for streams, re-reading the intermediate chunks), measured by
+//! `benches/translate.rs` (results in `bench/README.md`, "Micro-benchmark results").
 
 use bytes::{Buf, BytesMut};
 use serde_json::Value;

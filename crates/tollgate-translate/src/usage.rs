@@ -215,7 +215,7 @@ mod tests {
             &json!({"input_tokens":64,"cache_read_input_tokens":null,"output_tokens":1}),
         );
         assert_eq!(u.cache_read_tokens, 0);
-        // B10: message_delta usage is cumulative; the last one wins, never a sum.
+        // `message_delta` usage is cumulative; the last one wins, never a sum.
         u.merge_anthropic(&json!({"output_tokens":13}));
         u.merge_anthropic(&json!({"output_tokens":20}));
         assert_eq!((u.input_tokens, u.output_tokens), (64, 20));

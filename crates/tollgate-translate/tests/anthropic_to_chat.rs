@@ -47,7 +47,7 @@ fn golden_requests() {
 
 #[test]
 fn image_in_tool_result_reaches_openai_upstream() {
-    // Field failure B23: the image is not dropped; it follows the tool message as a user part.
+    // The image is not dropped; it follows the tool message as a user part.
     let out = request(
         &case("anthropic/tool_result_image.request.json"),
         &RequestOptions::default(),

@@ -37,7 +37,7 @@ fn golden_chat_requests() {
     }
     let out = responses_to_chat::request(&case("responses/rich.request.json"), &opts, &[]).unwrap();
     check_json("responses_to_chat/rich.request.json", &out);
-    assert_eq!(out["tool_choice"], "none", "B20: none stays none");
+    assert_eq!(out["tool_choice"], "none", "none stays none");
 
     // previous_response_id: the follow-up continues the stored conversation.
     let first = fixture("openai/responses/tools.request.json");

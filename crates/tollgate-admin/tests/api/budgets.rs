@@ -1,4 +1,4 @@
-//! `/budget/*`: tier CRUD; a key linked to a tier gets its cap (B01) and window (B05).
+//! `/budget/*`: tier CRUD; a key linked to a tier gets its cap and window.
 
 use http::StatusCode;
 use serde_json::json;
@@ -40,7 +40,7 @@ async fn budget_tier_crud_and_linked_key() {
         .post("/key/generate", json!({"budget_id": "tier-1"}))
         .await;
     let hash = g["token_id"].as_str().unwrap().to_owned();
-    // B05: the key follows the tier's window from the start
+    // The key follows the tier's window from the start
     let reset = h
         .gov
         .admission()

@@ -246,7 +246,7 @@ async fn reset_spend_is_in_force_at_once() {
         json!({"key_hash": hash, "spend": 0.0, "previous_spend": cost, "max_budget": 0.001, "budget_duration": null})
     );
     assert_eq!(h.gov.spend_of(&ScopeKey::key(&hash)), 0.0);
-    // admitted again on the very next request (B07)
+    // admitted again on the very next request
     assert!(h.admits(&hash));
 }
 

@@ -310,7 +310,7 @@ impl Reservation {
 
     /// Replaces the reservation by the actual usage: `cost_usd` is added to every scope's spend,
     /// `usage.total_tokens()` to every TPM window (the current one), the parallel slot is freed.
-    /// Use the provider's final cumulative usage (B10), or the usage produced so far when the
+    /// Use the provider's final cumulative usage, or the usage produced so far when the
     /// stream ended early (client hang-up, upstream error).
     ///
     /// Errors: [`SettleError::AlreadySettled`] on a second call (or if the store already settled

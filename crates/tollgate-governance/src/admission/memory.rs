@@ -48,7 +48,7 @@ struct ScopeState {
 
 impl ScopeState {
     /// Applies the budget window: a passed `budget_reset_at` zeroes spend and moves on; a window
-    /// scope without a reset time gets one (B05). Returns true when the state changed.
+    /// scope without a reset time gets one. Returns true when the state changed.
     fn roll_budget(&mut self, duration: Option<BudgetDuration>, now: DateTime<Utc>) -> bool {
         self.budget_duration = duration;
         let Some(d) = duration else { return false };

@@ -15,12 +15,12 @@
 //!
 //! # Rules
 //!
-//! - **Budget** (every scope, one rule, B02): refuse when `spend + reserved >= max_budget`, where
+//! - **Budget** (every scope, one rule): refuse when `spend + reserved >= max_budget`, where
 //!   `spend` is the settled spend of the current budget window and `reserved` the sum of the
 //!   estimates of the scope's requests in flight. With nothing in flight this is exactly LiteLLM's
 //!   `spend >= max_budget`; `max_budget: 0` refuses the first request. Money is counted in
 //!   integer units of 1e-10 USD, so sums are exact.
-//! - **Overshoot bound** (B04): a request is admitted only while `spend + reserved < max_budget`,
+//! - **Overshoot bound**: a request is admitted only while `spend + reserved < max_budget`,
 //!   and the reservation is the worst-case estimate. Hence, for any interleaving of concurrent
 //!   requests:
 //!
@@ -38,15 +38,15 @@
 //!   removes the reservation and adds the actual total to the window current at settlement. The
 //!   window's usage is `settled tokens + reserved tokens of requests in flight`; a request is
 //!   refused when that usage already reaches `tpm_limit` or its prompt alone would exceed what is
-//!   left (B11: the first request of a window with a small limit is admitted and charged its real
+//!   left (the first request of a window with a small limit is admitted and charged its real
 //!   150 tokens; the next one is refused).
 //! - **Parallel**: each admission takes a slot on each scope, freed by settle, release or drop
 //!   (client hang-up, error, panic unwinding).
 //! - **Budget windows**: at `budget_reset_at` (checked on every admission and settlement, no
 //!   background job needed for enforcement), spend returns to 0 and the next standardised reset
 //!   is computed ([`crate::duration`]); a window scope without a reset time gets one on first use
-//!   (B05: keys inheriting a tier's `budget_duration` through [`Limits::tighter`]).
-//!   [`Admission::reset_spend`] is in force for the next request (B07). Cost settled after a reset
+//!   (keys inheriting a tier's `budget_duration` through [`Limits::tighter`]).
+//!   [`Admission::reset_spend`] is in force for the next request. Cost settled after a reset
 //!   counts in the new window. A management write that gives a scope a window, or changes it,
 //!   goes through [`WindowPlan`] and [`Admission::arm_window`]: a first window starts at 0, the
 //!   same window again changes nothing, a new duration keeps the spend and moves the reset.

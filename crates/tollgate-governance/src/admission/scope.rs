@@ -134,9 +134,9 @@ fn min_opt<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
 }
 
 impl Limits {
-    /// The tighter of two limit sets, field by field (B01: a key's effective cap is the tighter
+    /// The tighter of two limit sets, field by field (a key's effective cap is the tighter
     /// of its own `max_budget` and its budget tier's). The budget window is `self`'s when set,
-    /// else `other`'s (B05: a key without its own `budget_duration` inherits its tier's schedule).
+    /// else `other`'s (a key without its own `budget_duration` inherits its tier's schedule).
     pub fn tighter(&self, other: &Limits) -> Limits {
         Limits {
             max_budget: min_opt(self.finite_budget(), other.finite_budget()),

@@ -222,7 +222,7 @@ pub trait CounterStore: Send + Sync + 'static {
         duration: Option<BudgetDuration>,
     );
 
-    /// Resets a scope's spend to 0 now (manual reset, B07); the next reset is computed from
+    /// Resets a scope's spend to 0 now (manual reset, in force for the next request); the next reset is computed from
     /// `duration` when given. In force for the very next request.
     fn reset_spend(&self, scope: &ScopeKey, duration: Option<BudgetDuration>, now: DateTime<Utc>);
 

@@ -76,7 +76,7 @@ fn estimate_uses_max_tokens_or_the_default_bound() {
     assert_eq!((e.output_tokens, e.cost_usd), (4096, 0.0));
 }
 
-/// B02: one rule for every scope — `spend >= max_budget` refuses; just below admits; 0 blocks.
+/// One rule for every scope — `spend >= max_budget` refuses; just below admits; 0 blocks.
 #[test]
 fn every_scope_refuses_at_exactly_the_cap() {
     let kinds = [
@@ -161,7 +161,7 @@ fn budget_message_and_configurable_status() {
     );
 }
 
-/// B01: a key with no own max_budget but a tier with 30: the tier's cap applies.
+/// A key with no own max_budget but a tier with 30: the tier's cap applies.
 #[test]
 fn tier_budget_applies_to_key_without_own_budget() {
     let (adm, _) = engine();
@@ -352,7 +352,7 @@ fn rpm_fixed_window_started_by_first_request() {
     assert_eq!(d.rate_limits()[0].window_reset_ms, clock.now_ms() + 60_000);
 }
 
-/// B11: TPM counts tokens, not requests; usage corrected at settlement.
+/// TPM counts tokens, not requests; usage corrected at settlement.
 #[test]
 fn tpm_counts_actual_tokens() {
     let (adm, clock) = engine();
@@ -488,7 +488,7 @@ fn per_model_headers_and_legacy_minimum() {
     assert_eq!(get("x-ratelimit-remaining-tokens"), Some("9900"));
 }
 
-/// B05: a key inheriting a tier's 1-minute window is reset and reports its next reset.
+/// A key inheriting a tier's 1-minute window is reset and reports its next reset.
 #[test]
 fn budget_window_resets_inherited_schedule() {
     let (adm, clock) = engine();
@@ -518,7 +518,7 @@ fn budget_window_resets_inherited_schedule() {
     assert_eq!(s.budget_reset_at, Some(t0() + chrono::Duration::minutes(2)));
 }
 
-/// B07: a manual reset is in force for the very next request.
+/// A manual reset is in force for the very next request.
 #[test]
 fn manual_reset_unblocks_next_request() {
     let (adm, _) = engine();
@@ -589,7 +589,7 @@ fn drain_dirty_reports_absolute_spend_and_additions_once() {
     );
 }
 
-/// No raw key in rejection messages, headers or Debug output (B37): scopes carry hashes and
+/// No raw key in rejection messages, headers or Debug output: scopes carry hashes and
 /// display names chosen by the caller (alias, masked key).
 #[test]
 fn no_raw_key_in_rejections_or_debug() {
@@ -634,7 +634,7 @@ fn no_raw_key_in_rejections_or_debug() {
     assert!(!format!("{ok:?}").contains("CANARY2"));
 }
 
-/// B04: 50 concurrent requests, budget covering 10 estimates. While all 50 hold their
+/// 50 concurrent requests, budget covering 10 estimates. While all 50 hold their
 /// reservations, exactly 10 are admitted.
 #[test]
 fn concurrent_admissions_never_exceed_the_budget_while_in_flight() {
@@ -667,7 +667,7 @@ fn concurrent_admissions_never_exceed_the_budget_while_in_flight() {
     assert_eq!(adm.spend(&ScopeKey::key("hash-a")).unwrap().spend, 0.45);
 }
 
-/// B04 with settlement racing admissions: 50 threads × up to 20 requests each, two keys sharing
+/// The overshoot bound with settlement racing admissions: 50 threads × up to 20 requests each, two keys sharing
 /// one team budget; actual cost between 50% and 100% of the estimate. The documented bound
 /// holds on the team and on each key: final spend < max_budget + one estimate.
 #[test]

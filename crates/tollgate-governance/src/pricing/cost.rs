@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn plain_prompt_and_completion() {
-        // B08's deployment: 1e-6 in, 2e-6 out; 1000 + 500 tokens = $0.002.
+        // A deployment priced 1e-6 in, 2e-6 out; 1000 + 500 tokens = $0.002.
         let p = ModelPrice {
             input_per_token: 1e-6,
             output_per_token: 2e-6,

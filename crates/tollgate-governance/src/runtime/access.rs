@@ -1,5 +1,5 @@
 //! Model access: which model names a [`Principal`] may call (litellm-surface §4.3–§4.4,
-//! field failures B35, B36, B41).
+//! a key's list narrows its team's, never widens it).
 //!
 //! Each layer that has a `models` list — the key, its team (else, for a personal key, its
 //! user), its organization — must allow the name. A list allows a name when it is empty, holds
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn every_layer_must_allow() {
         let g = AccessGroups::default();
-        // B35: the key allows only pricey-model; the team allows both.
+        // The key allows only pricey-model; the team allows both.
         let p = principal(
             &["pricey-model"],
             Some(&["cheap-model", "pricey-model"]),

@@ -1,7 +1,7 @@
 //! [`IdentityCache`]: every governance entity, in process, keyed the way the request path and
 //! the management API look them up. Filled once from [`crate::store::GovernanceStore::load`];
 //! management writes go to the store first, then here, so a change is in force on the next
-//! request (B07). Reads take a shared lock for a few hash lookups; no lock is held across an
+//! request. Reads take a shared lock for a few hash lookups; no lock is held across an
 //! await.
 
 use std::collections::HashMap;

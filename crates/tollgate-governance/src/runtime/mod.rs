@@ -294,7 +294,7 @@ impl Governance {
     /// [`Self::settle`], also returning the remaining-limit values (for `x-ratelimit-*`
     /// headers, [`crate::admission::rate_limit_headers`]) with remaining tokens read from the
     /// counters after settlement: the window's settled tokens plus what requests in flight
-    /// reserve (B11: a 150-token answer in a 30-token window leaves 0 remaining; a 9-token
+    /// reserve (a 150-token answer in a 30-token window leaves 0 remaining; a 9-token
     /// answer in a 100-token window leaves 91, not the admission's view with its worst-case
     /// reservation).
     pub fn settle_reporting(

@@ -1,7 +1,7 @@
 //! The scopes one request is counted against, with their limits taken from the cache at that
 //! moment (so a management change applies to the next request).
 //!
-//! For a virtual key: the key (its own limits, tightened by its budget tier: B01, B05), the
+//! For a virtual key: the key (its own limits, tightened by its budget tier: the tighter cap, and the tier's window when the key has none), the
 //! key's per-model limits for the model group called, the team, the team member (membership
 //! tier), the user, the organization (its tier). For every caller: the end user (its tier, else
 //! the default end-user budget, [`EndUserDefault`]; a blocked end user is refused), each request
@@ -296,7 +296,7 @@ mod tests {
                 ScopeKind::Global
             ]
         );
-        assert_eq!(s[0].limits.max_budget, Some(30.0)); // B01: the tier's cap applies
+        assert_eq!(s[0].limits.max_budget, Some(30.0)); // the tier's cap applies
         assert_eq!(s[1].limits.max_budget, Some(1.5));
         assert_eq!(s[3].limits.max_budget, Some(2.0));
         assert!(needs_token_count(&s));

@@ -283,7 +283,7 @@ pub struct BudgetTier {
     pub rpm_limit: Option<i64>,
     /// Per-model budgets.
     pub model_max_budget: Value,
-    /// Budget window, inherited by keys without their own (B05).
+    /// Budget window, inherited by keys without their own.
     pub budget_duration: Option<String>,
     /// Next reset.
     pub budget_reset_at: Option<DateTime<Utc>>,

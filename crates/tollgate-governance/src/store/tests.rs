@@ -176,7 +176,7 @@ async fn delete_tags_and_organizations() {
     assert!(snap.organizations.is_empty());
 }
 
-/// B37: no raw key in any stored row, in any table.
+/// No raw key in any stored row, in any table.
 #[tokio::test]
 async fn no_raw_key_in_any_table() {
     let s = store().await;

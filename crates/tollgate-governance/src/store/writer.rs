@@ -4,7 +4,7 @@
 //! no await) and updates in-process counters; [`WriteBehind::flush`] drains both into one
 //! batch each, and [`WriteBehind::run`] flushes every interval and once more on shutdown.
 //! When the database is down, rows stay queued up to the queue's capacity and the oldest are
-//! dropped beyond it (counted in [`SpendLogQueue::dropped`]), so memory stays bounded (B40);
+//! dropped beyond it (counted in [`SpendLogQueue::dropped`]), so memory stays bounded;
 //! spend counters are absolute values, so a failed batch is simply retried with the newest ones.
 
 use std::collections::{HashMap, VecDeque};

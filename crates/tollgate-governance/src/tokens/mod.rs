@@ -10,7 +10,7 @@
 //!   crate, built once, lazily, on first use); pure-ASCII text is pre-tokenized by a hand-written
 //!   equivalent of tiktoken's regex and merged over an `FxHashMap` rank table, other text goes
 //!   through `tiktoken-rs` itself (`fancy-regex`, several times slower). Measured numbers are in
-//!   the crate docs (`lib.rs`, "Measured").
+//!   `bench/README.md` ("Micro-benchmark results").
 //! - **Every other model** ([`Encoding::Estimate`]): `ceil(utf8_bytes / 4)`, the usual
 //!   "≈ 4 characters per token" rule for English text (OpenAI's and Anthropic's documentation
 //!   both quote it). It overestimates code and CJK less than it underestimates them; the

@@ -118,7 +118,7 @@ fn scan_event(c: &mut Cursor<'_>) -> Option<Option<AnthropicUsage>> {
 }
 
 /// Accumulates usage over an Anthropic Messages stream: `message_start.message.usage` gives
-/// the input side, each `message_delta.usage` the cumulative output (B10: the last value wins).
+/// the input side, each `message_delta.usage` the cumulative output (the last value wins).
 #[derive(Default)]
 pub struct AnthropicStreamUsage {
     acc: Option<AnthropicUsage>,
@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn anthropic_stream_usage_is_cumulative_not_summed() {
-        // B10: message_delta usage is cumulative; 13 then 20 means 20, input counted once.
+        // `message_delta` usage is cumulative; 13 then 20 means 20, input counted once.
         let mut s = AnthropicStreamUsage::default();
         s.feed(br#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":64,"output_tokens":1}}}"#);
         s.feed(

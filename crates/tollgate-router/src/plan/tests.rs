@@ -20,7 +20,7 @@ fn count(ids: &[String], prefix: &str) -> usize {
 
 #[test]
 fn client_errors_are_not_retried_nor_fall_back() {
-    // B28: exactly one upstream call for 400/401/403/404/422, even with retries and fallbacks.
+    // Exactly one upstream call for 400/401/403/404/422, even with retries and fallbacks.
     let cfg = RouterConfig {
         fallbacks: fallbacks(&[("a", &["b"])]),
         ..Default::default()
@@ -51,7 +51,7 @@ fn client_errors_are_not_retried_nor_fall_back() {
 
 #[test]
 fn chain_a_to_b_both_rate_limited_ends_with_b() {
-    // B29: each group entered once, with its own (1 + num_retries) attempts; b → a is no loop.
+    // Each group entered once, with its own (1 + num_retries) attempts; b → a is no loop.
     let cfg = RouterConfig {
         fallbacks: fallbacks(&[("a", &["b"]), ("b", &["a"])]),
         disable_cooldowns: true,
@@ -386,7 +386,7 @@ fn the_only_deployment_is_not_cooled_by_the_default_rule() {
 
 #[test]
 fn client_cancellation_and_client_timeout_never_cool_down() {
-    // B31: allowed_fails 1, so one counted failure would cool the only deployment.
+    // `allowed_fails: 1`, so one counted failure would cool the only deployment.
     let cfg = RouterConfig {
         allowed_fails: 1,
         allowed_fails_configured: true,
@@ -707,7 +707,7 @@ fn wildcard_upstream_model_in_plan() {
 
 #[test]
 fn memory_flat_across_failing_plans() {
-    // B40: 10,000 plans with retries and a fallback, all failing, leave the state as it was.
+    // 10,000 plans with retries and a fallback, all failing, leave the state as it was.
     let cfg = RouterConfig {
         fallbacks: fallbacks(&[("a", &["b"])]),
         allowed_fails: 3,

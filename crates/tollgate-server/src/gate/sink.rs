@@ -2,7 +2,7 @@
 //! spend-log row (written behind in batches).
 //!
 //! Billing policy (the same bill for every caller, budget or not):
-//! - complete answers: the provider's final cumulative usage (one record per attempt, B10);
+//! - complete answers: the provider's final cumulative usage (one record per attempt; usage values are cumulative, the last one wins);
 //!   tokens it leaves out (no `usage` at all, or a count of 0) are counted
 //!   ([`super::unreported`]): the prompt from the request, the completion from the text
 //!   produced;

@@ -102,7 +102,7 @@ pub struct Peek {
     pub idle: Duration,
     /// The client's dialect, for the error it gets.
     pub client: Dialect,
-    /// The limit is the client's own, shorter than the deployment's (B31: a timeout then never
+    /// The limit is the client's own, shorter than the deployment's (a timeout then never
     /// counts against the deployment).
     pub client_shortened: bool,
 }

@@ -138,7 +138,7 @@ impl EventHandler for OpenAiPassthrough {
         } else {
             let chunk = scan_openai_chunk(data);
             if let Some(cu) = &chunk.usage {
-                // Usage values are cumulative: the last one wins (never summed; B10).
+                // Usage values are cumulative: the last one wins (never summed).
                 self.usage = Some(cu.usage);
                 if self.strip_usage && cu.usage_only {
                     return step;

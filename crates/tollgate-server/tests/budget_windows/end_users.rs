@@ -1,4 +1,4 @@
-//! Item 5 of issue 17: LiteLLM's default end-user budget (`litellm_settings.max_end_user_budget`,
+//! LiteLLM's default end-user budget (`litellm_settings.max_end_user_budget`,
 //! `max_end_user_budget_id`) for end users without their own tier, new ones included, under a
 //! burst of simultaneous first requests.
 #![expect(

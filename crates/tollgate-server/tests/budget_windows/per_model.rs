@@ -1,4 +1,4 @@
-//! Item 6 of issue 17: per-model budgets on keys (`model_max_budget` in both LiteLLM shapes),
+//! Per-model budgets on keys (`model_max_budget` in both LiteLLM shapes),
 //! enforced per model group with its own window and reported in `/key/info`.
 
 use super::*;

@@ -26,7 +26,7 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-/// The master key every governance test runs with (B37's canary).
+/// The master key every governance test runs with (a canary: it must never appear in a row, a header or a log line).
 pub const MASTER: &str = "sk-master-CANARY1";
 /// The key the gateway presents to the mock; deliberately free of any canary string.
 pub const UPSTREAM_KEY: &str = "sk-upstream-mock";

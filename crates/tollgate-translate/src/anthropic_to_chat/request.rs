@@ -19,7 +19,7 @@ use crate::options::{MaxTokensField, RequestOptions, reasoning_effort_for_budget
 ///   (OpenAI requires tool messages right after the assistant's `tool_calls`); `is_error: true`
 ///   prefixes the content with `Error: `. Images inside a tool result (OpenAI tool messages
 ///   carry text only) are sent in a user message right after the tool messages, introduced by a
-///   text part naming the tool call, so they reach the model (field failure B23).
+///   text part naming the tool call, so they reach the model.
 /// - assistant `text` → `content`, `tool_use` → `tool_calls` (`arguments` = compact JSON of
 ///   `input`), `thinking` → the non-standard `reasoning_content` (unless
 ///   [`RequestOptions::drop_reasoning_history`]; never into `content`), `redacted_thinking`
@@ -432,7 +432,7 @@ mod tests {
 
     #[test]
     fn tool_choice_keeps_meaning() {
-        // Field failure B20: any → "required", none → "none", tool → function object.
+        // Any → "required", none → "none", tool → function object.
         let tc = |choice: Value| {
             let body = json!({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],
                 "tools":[{"name":"foo","input_schema":{"type":"object"}}],"tool_choice":choice});

@@ -33,16 +33,16 @@ struct Open {
 ///   ([`anthropic_message_id`]; the same id the unary translation gives the same answer).
 /// - Non-empty `delta.content` → a `text` block (opened on first use, at the next block index)
 ///   and `text_delta`s. Empty content, `null`, and an empty `tool_calls: []` array produce
-///   nothing (field failure B14).
+///   nothing.
 /// - `delta.refusal` → text too, and `stop_reason: refusal`.
 /// - `delta.reasoning_content` / `delta.reasoning` → a `thinking` block with `thinking_delta`s.
 /// - A tool call at a new `index` → the open block is closed, a `tool_use` block
 ///   `{id, name, input: {}}` is started; every non-empty `arguments` fragment becomes an
-///   `input_json_delta` on that block as it arrives (B15), including arguments sent whole in
+///   `input_json_delta` on that block as it arrives, including arguments sent whole in
 ///   the first delta.
 /// - `finish_reason` → the open block is closed; `message_delta` is held until the usage chunk
 ///   or `[DONE]`, then `message_delta {stop_reason, usage}` and `message_stop`. `stop` after a
-///   tool call is reported as `tool_use` (B17).
+///   tool call is reported as `tool_use`.
 /// - `{"error": ...}` → `event: error` (type from [`anthropic_type_for_openai_error`]) and the
 ///   stream ends.
 /// - EOF ([`StreamTranslator::finish`]) after a `finish_reason` ends cleanly; before one, an
@@ -251,7 +251,7 @@ impl StreamTranslate for StreamTranslator {
             self.start(out);
         }
         if let Some(u) = chunk.usage.as_ref().filter(|u| u.is_object()) {
-            // Cumulative when repeated (B10): the last one wins.
+            // Cumulative when repeated: the last one wins.
             self.usage = Usage::from_openai_chat(u);
         }
         for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {

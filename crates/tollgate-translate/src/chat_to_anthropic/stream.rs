@@ -51,7 +51,7 @@ enum Block {
 ///   `redacted_thinking` block likewise, so a client can send the signed blocks back on the next
 ///   turn (LiteLLM's convention, read by [`super::request`]).
 /// - `message_delta` → `stop_reason` and usage remembered (usage values are cumulative and
-///   replace the previous ones; field failure B10).
+///   replace the previous ones).
 /// - `message_stop` → finish chunk (`delta: {}`, `finish_reason` mapped from `stop_reason`),
 ///   usage chunk if `include_usage`, then `data: [DONE]`.
 /// - `error` → `data: {"error":{...}}` and the stream ends without `[DONE]`.

@@ -29,7 +29,7 @@ use crate::options::{MaxTokensField, RequestOptions};
 /// - `tools`: flat `{"type":"function","name",...}` → nested `{"type":"function","function":{...}}`.
 /// - `tool_choice` keeps meaning and shape: `"auto"`/`"none"`/`"required"` stay strings,
 ///   `{"type":"function","name"}` → `{"type":"function","function":{"name"}}`,
-///   `allowed_tools` → chat `allowed_tools` (field failure B20).
+///   `allowed_tools` → chat `allowed_tools`.
 /// - `max_output_tokens` → `max_completion_tokens` or `max_tokens`
 ///   ([`RequestOptions::max_tokens_field`]); `reasoning.effort` → `reasoning_effort`;
 ///   `text.format` → `response_format` (`json_schema` nested under `json_schema`);
@@ -380,7 +380,8 @@ mod tests {
 
     #[test]
     fn tool_choice_keeps_meaning_and_shape() {
-        // Field failure B20.
+        // Each choice keeps its meaning: `none` stays `none` (never `auto`), a named tool
+        // becomes chat's function object.
         assert_eq!(tc(json!("none")), json!("none"));
         assert_eq!(tc(json!("auto")), json!("auto"));
         assert_eq!(tc(json!("required")), json!("required"));
