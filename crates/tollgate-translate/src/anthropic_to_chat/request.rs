@@ -50,38 +50,7 @@ pub fn request(msg: &Value, opts: &RequestOptions) -> Result<Value, TranslateErr
 
     let mut out = Map::new();
     out.insert("model".into(), model.into());
-    let mut chat_messages = Vec::with_capacity(messages.len() + 1);
-    match req.get("system") {
-        Some(Value::String(s)) if !s.is_empty() => {
-            chat_messages.push(json!({"role": "system", "content": s}));
-        }
-        Some(Value::Array(blocks)) => {
-            let texts: Vec<&str> = blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect();
-            if !texts.is_empty() {
-                chat_messages.push(json!({"role": "system", "content": texts.join("\n\n")}));
-            }
-        }
-        _ => {}
-    }
-    for (i, m) in messages.iter().enumerate() {
-        match m.get("role").and_then(Value::as_str) {
-            Some("user") => user_turn(m, i, &mut chat_messages)?,
-            Some("assistant") => {
-                if let Some(a) = assistant_turn(m, i, opts)? {
-                    chat_messages.push(a);
-                }
-            }
-            _ => {
-                return Err(TranslateError::invalid(
-                    format!("messages[{i}].role"),
-                    "must be user or assistant",
-                ));
-            }
-        }
-    }
+    let chat_messages = chat_messages(req, messages, opts)?;
     out.insert("messages".into(), Value::Array(chat_messages));
 
     let field = match opts.max_tokens_field {
@@ -114,44 +83,16 @@ pub fn request(msg: &Value, opts: &RequestOptions) -> Result<Value, TranslateErr
         out.insert("tools".into(), Value::Array(tools));
     }
     if let Some(tc) = req.get("tool_choice").filter(|_| has_tools) {
-        let choice = match tc.get("type").and_then(Value::as_str) {
-            Some("auto") => json!("auto"),
-            Some("any") => json!("required"),
-            Some("none") => json!("none"),
-            Some("tool") => {
-                let name = tc
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| TranslateError::invalid("tool_choice.name", "Field required"))?;
-                json!({"type": "function", "function": {"name": name}})
-            }
-            _ => {
-                return Err(TranslateError::invalid(
-                    "tool_choice.type",
-                    "must be auto, any, tool or none",
-                ));
-            }
-        };
-        out.insert("tool_choice".into(), choice);
+        out.insert("tool_choice".into(), tool_choice(tc)?);
         if tc.get("disable_parallel_tool_use").and_then(Value::as_bool) == Some(true) {
             out.insert("parallel_tool_calls".into(), false.into());
         }
     }
 
     if opts.thinking_to_reasoning_effort
-        && let Some(th) = req.get("thinking")
+        && let Some(e) = req.get("thinking").and_then(reasoning_effort)
     {
-        let effort = match th.get("type").and_then(Value::as_str) {
-            Some("enabled") => Some(reasoning_effort_for_budget(
-                th.get("budget_tokens").and_then(Value::as_u64).unwrap_or(0),
-            )),
-            // The model picks its own depth: the middle setting.
-            Some("adaptive") => Some("medium"),
-            _ => None,
-        };
-        if let Some(e) = effort {
-            out.insert("reasoning_effort".into(), e.into());
-        }
+        out.insert("reasoning_effort".into(), e.into());
     }
     if let Some(format) = req.get("output_config").and_then(|c| c.get("format"))
         && format.get("type").and_then(Value::as_str) == Some("json_schema")
@@ -167,6 +108,88 @@ pub fn request(msg: &Value, opts: &RequestOptions) -> Result<Value, TranslateErr
         out.insert("stream_options".into(), json!({"include_usage": true}));
     }
     Ok(Value::Object(out))
+}
+
+/// The chat `messages`: `system` (a string, or text blocks joined with `\n\n`) as a first
+/// `system` message, then each turn ([`user_turn`], [`assistant_turn`]).
+/// Errors: a role other than user or assistant → 400 naming `messages[i].role`; a turn's own
+/// errors.
+fn chat_messages(
+    req: &Map<String, Value>,
+    messages: &[Value],
+    opts: &RequestOptions,
+) -> Result<Vec<Value>, TranslateError> {
+    let mut chat_messages = Vec::with_capacity(messages.len() + 1);
+    match req.get("system") {
+        Some(Value::String(s)) if !s.is_empty() => {
+            chat_messages.push(json!({"role": "system", "content": s}));
+        }
+        Some(Value::Array(blocks)) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            if !texts.is_empty() {
+                chat_messages.push(json!({"role": "system", "content": texts.join("\n\n")}));
+            }
+        }
+        _ => {}
+    }
+    for (i, m) in messages.iter().enumerate() {
+        match m.get("role").and_then(Value::as_str) {
+            Some("user") => user_turn(m, i, &mut chat_messages)?,
+            Some("assistant") => {
+                if let Some(a) = assistant_turn(m, i, opts)? {
+                    chat_messages.push(a);
+                }
+            }
+            _ => {
+                return Err(TranslateError::invalid(
+                    format!("messages[{i}].role"),
+                    "must be user or assistant",
+                ));
+            }
+        }
+    }
+    Ok(chat_messages)
+}
+
+/// Anthropic `tool_choice` → chat `tool_choice`: `auto` → `"auto"`, `any` → `"required"`,
+/// `none` → `"none"`, `tool` → `{"type":"function","function":{"name"}}`.
+/// Errors: a `tool` choice without `name` (400 naming `tool_choice.name`), any other type
+/// (400 naming `tool_choice.type`).
+fn tool_choice(tc: &Value) -> Result<Value, TranslateError> {
+    Ok(match tc.get("type").and_then(Value::as_str) {
+        Some("auto") => json!("auto"),
+        Some("any") => json!("required"),
+        Some("none") => json!("none"),
+        Some("tool") => {
+            let name = tc
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| TranslateError::invalid("tool_choice.name", "Field required"))?;
+            json!({"type": "function", "function": {"name": name}})
+        }
+        _ => {
+            return Err(TranslateError::invalid(
+                "tool_choice.type",
+                "must be auto, any, tool or none",
+            ));
+        }
+    })
+}
+
+/// Anthropic `thinking` → chat `reasoning_effort`: `enabled` by its `budget_tokens`
+/// ([`reasoning_effort_for_budget`]), `adaptive` → `medium`, anything else → none.
+fn reasoning_effort(th: &Value) -> Option<&'static str> {
+    match th.get("type").and_then(Value::as_str) {
+        Some("enabled") => Some(reasoning_effort_for_budget(
+            th.get("budget_tokens").and_then(Value::as_u64).unwrap_or(0),
+        )),
+        // The model picks its own depth: the middle setting.
+        Some("adaptive") => Some("medium"),
+        _ => None,
+    }
 }
 
 /// An OpenAI `image_url` part for an Anthropic image source ([`openai_image_url`]).

@@ -38,43 +38,8 @@ pub fn response(chat: &Value, call_id: &str) -> Result<Value, TranslateError> {
     {
         content.push(json!({"type": "thinking", "thinking": r, "signature": ""}));
     }
-    let mut refused = false;
-    match message.get("content") {
-        Some(Value::String(s)) if !s.is_empty() => content.push(json!({"type": "text", "text": s})),
-        Some(Value::Array(parts)) => {
-            for p in parts {
-                if let Some(t) = p
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    content.push(json!({"type": "text", "text": t}));
-                }
-            }
-        }
-        _ => {
-            if let Some(r) = message.get("refusal").and_then(Value::as_str) {
-                content.push(json!({"type": "text", "text": r}));
-                refused = true;
-            }
-        }
-    }
-    let mut saw_tool = false;
-    for c in message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        saw_tool = true;
-        let f = c.get("function").unwrap_or(&Value::Null);
-        content.push(json!({
-            "type": "tool_use",
-            "id": c.get("id").and_then(Value::as_str).unwrap_or_default(),
-            "name": f.get("name").and_then(Value::as_str).unwrap_or_default(),
-            "input": parse_arguments(f.get("arguments").and_then(Value::as_str).unwrap_or("")),
-        }));
-    }
+    let refused = push_text(message, &mut content);
+    let saw_tool = push_tool_uses(message, &mut content);
     let stop_reason = if refused {
         "refusal"
     } else {
@@ -104,6 +69,54 @@ pub fn response(chat: &Value, call_id: &str) -> Result<Value, TranslateError> {
     out.insert("stop_sequence".into(), Value::Null);
     out.insert("usage".into(), usage.to_anthropic());
     Ok(Value::Object(out))
+}
+
+/// The message's `content` (a string, or the non-empty `text` of its parts) as `text` blocks;
+/// with no content, its `refusal` as a text block. Returns whether it was a refusal.
+fn push_text(message: &Value, content: &mut Vec<Value>) -> bool {
+    match message.get("content") {
+        Some(Value::String(s)) if !s.is_empty() => content.push(json!({"type": "text", "text": s})),
+        Some(Value::Array(parts)) => {
+            for p in parts {
+                if let Some(t) = p
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    content.push(json!({"type": "text", "text": t}));
+                }
+            }
+        }
+        _ => {
+            if let Some(r) = message.get("refusal").and_then(Value::as_str) {
+                content.push(json!({"type": "text", "text": r}));
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The message's `tool_calls` as `tool_use` blocks (`input` from [`parse_arguments`]).
+/// Returns whether there was any.
+fn push_tool_uses(message: &Value, content: &mut Vec<Value>) -> bool {
+    let mut saw_tool = false;
+    for c in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        saw_tool = true;
+        let f = c.get("function").unwrap_or(&Value::Null);
+        content.push(json!({
+            "type": "tool_use",
+            "id": c.get("id").and_then(Value::as_str).unwrap_or_default(),
+            "name": f.get("name").and_then(Value::as_str).unwrap_or_default(),
+            "input": parse_arguments(f.get("arguments").and_then(Value::as_str).unwrap_or("")),
+        }));
+    }
+    saw_tool
 }
 
 /// Tool-call arguments as an Anthropic `input` object: `""` → `{}`, a JSON object → itself,

@@ -5,7 +5,7 @@ use bytes::BytesMut;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::chat_chunk::{ChatChunk, tool_position};
+use crate::chat_chunk::{ChatChunk, ChunkDelta, ToolCallDelta, tool_position};
 use crate::common::stop_reason_from_finish_reason;
 use crate::errors::{anthropic_type_for_openai_error, write_anthropic_stream_error};
 use crate::ids::anthropic_message_id;
@@ -200,6 +200,93 @@ impl StreamTranslator {
         sse_out::event(out, "message_stop", &json!({"type": "message_stop"}));
         self.outcome = StreamOutcome::Completed;
     }
+
+    /// Parses one chunk; an unreadable one writes `event: error` (`api_error`), ends the stream
+    /// ([`StreamOutcome::InvalidEvent`]) and is [`TranslateError::InvalidStreamEvent`].
+    fn parse_chunk<'a>(
+        &mut self,
+        data: &'a str,
+        out: &mut BytesMut,
+    ) -> Result<ChatChunk<'a>, TranslateError> {
+        serde_json::from_str(data).map_err(|e| {
+            let msg = format!("upstream sent an unreadable chunk: {e}");
+            write_anthropic_stream_error(out, "api_error", &msg);
+            self.outcome = StreamOutcome::InvalidEvent;
+            TranslateError::InvalidStreamEvent(msg)
+        })
+    }
+
+    /// An upstream `{"error": ...}` chunk: `event: error` typed by
+    /// [`anthropic_type_for_openai_error`]; the stream ends.
+    fn upstream_error(&mut self, err: &Value, out: &mut BytesMut) {
+        let msg = err
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("upstream error");
+        write_anthropic_stream_error(out, anthropic_type_for_openai_error(err), msg);
+        self.outcome = StreamOutcome::UpstreamError;
+    }
+
+    /// One `delta` of choice 0: thinking, text, refusal text, then each tool-call fragment.
+    fn on_delta(&mut self, delta: &ChunkDelta<'_>, out: &mut BytesMut) {
+        if let Some(r) = delta.reasoning_text() {
+            let i = self.ensure_open(out, Kind::Thinking);
+            block_delta(out, i, DeltaBody::Thinking { thinking: r });
+        }
+        if let Some(t) = delta.content_text() {
+            let i = self.ensure_open(out, Kind::Text);
+            block_delta(out, i, DeltaBody::Text { text: &t });
+        }
+        if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
+            self.refused = true;
+            let i = self.ensure_open(out, Kind::Text);
+            block_delta(out, i, DeltaBody::Text { text: t });
+        }
+        for tc in delta.tool_calls.iter().flatten() {
+            let pos = tool_position(tc, self.tools.len());
+            let block = match self.tools.iter().find(|(p, _)| *p == pos) {
+                Some(&(_, b)) => b,
+                None => self.open_tool(tc, pos, out),
+            };
+            if let Some(args) = tc
+                .function
+                .as_ref()
+                .and_then(|f| f.arguments.as_deref())
+                .filter(|a| !a.is_empty())
+            {
+                block_delta(out, block, DeltaBody::InputJson { partial_json: args });
+            }
+        }
+    }
+
+    /// Closes the open block and starts a `tool_use` block for the tool call at `pos`
+    /// (`id` the call's, else `toolu_<message id>_<pos>`); returns its block index.
+    fn open_tool(&mut self, tc: &ToolCallDelta<'_>, pos: u32, out: &mut BytesMut) -> u32 {
+        self.close(out);
+        let b = self.next_block;
+        self.next_block += 1;
+        let id = match tc.id.as_deref() {
+            Some(id) => id.to_owned(),
+            None => format!("toolu_{}_{pos}", self.id),
+        };
+        let name = tc
+            .function
+            .as_ref()
+            .and_then(|f| f.name.as_deref())
+            .unwrap_or("");
+        sse_out::event(
+            out,
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": b,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        );
+        self.tools.push((pos, b));
+        self.open = Some(Open {
+            index: b,
+            kind: Kind::Tool(pos),
+        });
+        b
+    }
 }
 
 impl StreamTranslate for StreamTranslator {
@@ -225,22 +312,9 @@ impl StreamTranslate for StreamTranslator {
             self.complete(out);
             return Ok(());
         }
-        let chunk: ChatChunk<'_> = match serde_json::from_str(data) {
-            Ok(c) => c,
-            Err(e) => {
-                let msg = format!("upstream sent an unreadable chunk: {e}");
-                write_anthropic_stream_error(out, "api_error", &msg);
-                self.outcome = StreamOutcome::InvalidEvent;
-                return Err(TranslateError::InvalidStreamEvent(msg));
-            }
-        };
+        let chunk = self.parse_chunk(data, out)?;
         if let Some(err) = &chunk.error {
-            let msg = err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("upstream error");
-            write_anthropic_stream_error(out, anthropic_type_for_openai_error(err), msg);
-            self.outcome = StreamOutcome::UpstreamError;
+            self.upstream_error(err, out);
             return Ok(());
         }
         if !self.started {
@@ -256,54 +330,7 @@ impl StreamTranslate for StreamTranslator {
         }
         for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
             if let Some(delta) = &choice.delta {
-                if let Some(r) = delta.reasoning_text() {
-                    let i = self.ensure_open(out, Kind::Thinking);
-                    block_delta(out, i, DeltaBody::Thinking { thinking: r });
-                }
-                if let Some(t) = delta.content_text() {
-                    let i = self.ensure_open(out, Kind::Text);
-                    block_delta(out, i, DeltaBody::Text { text: &t });
-                }
-                if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
-                    self.refused = true;
-                    let i = self.ensure_open(out, Kind::Text);
-                    block_delta(out, i, DeltaBody::Text { text: t });
-                }
-                for tc in delta.tool_calls.iter().flatten() {
-                    let pos = tool_position(tc, self.tools.len());
-                    let f = tc.function.as_ref();
-                    let block = match self.tools.iter().find(|(p, _)| *p == pos) {
-                        Some(&(_, b)) => b,
-                        None => {
-                            self.close(out);
-                            let b = self.next_block;
-                            self.next_block += 1;
-                            let id = match tc.id.as_deref() {
-                                Some(id) => id.to_owned(),
-                                None => format!("toolu_{}_{pos}", self.id),
-                            };
-                            let name = f.and_then(|f| f.name.as_deref()).unwrap_or("");
-                            sse_out::event(
-                                out,
-                                "content_block_start",
-                                &json!({"type": "content_block_start", "index": b,
-                                        "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-                            );
-                            self.tools.push((pos, b));
-                            self.open = Some(Open {
-                                index: b,
-                                kind: Kind::Tool(pos),
-                            });
-                            b
-                        }
-                    };
-                    if let Some(args) = f
-                        .and_then(|f| f.arguments.as_deref())
-                        .filter(|a| !a.is_empty())
-                    {
-                        block_delta(out, block, DeltaBody::InputJson { partial_json: args });
-                    }
-                }
+                self.on_delta(delta, out);
             }
             if let Some(fr) = choice.finish() {
                 self.close(out);

@@ -104,25 +104,7 @@ pub(super) fn convert(messages: &[Value]) -> Result<Converted, TranslateError> {
         let content = m.get("content").unwrap_or(&Value::Null);
         let cc = cache_control(m);
         match role {
-            "system" | "developer" => {
-                let start = system_blocks.len();
-                match content {
-                    Value::String(s) if !s.is_empty() => system_blocks.push(text_block(s)),
-                    Value::Array(parts) => {
-                        for p in parts {
-                            if let Some(t) = p.get("text").and_then(Value::as_str) {
-                                let mut block = text_block(t);
-                                if let Some(c) = cache_control(p) {
-                                    block["cache_control"] = c.clone();
-                                }
-                                system_blocks.push(block);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                mark_last(&mut system_blocks[start..], cc);
-            }
+            "system" | "developer" => push_system(content, cc, &mut system_blocks),
             "user" => match content {
                 Value::String(s) if cc.is_none() => list.push_text("user", s),
                 Value::String(s) if !s.is_empty() => {
@@ -142,27 +124,7 @@ pub(super) fn convert(messages: &[Value]) -> Result<Converted, TranslateError> {
                 mark_last(&mut blocks, cc);
                 list.push_blocks("assistant", blocks);
             }
-            "tool" => {
-                let id = m
-                    .get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        TranslateError::invalid(
-                            format!("messages[{i}].tool_call_id"),
-                            "required for role tool",
-                        )
-                    })?;
-                let mut result = json!({"type": "tool_result", "tool_use_id": id});
-                match content {
-                    Value::String(s) => result["content"] = s.as_str().into(),
-                    Value::Array(parts) => result["content"] = parts_to_blocks(parts, i)?.into(),
-                    _ => {}
-                }
-                if let Some(c) = cc {
-                    result["cache_control"] = c.clone();
-                }
-                list.push_blocks("user", vec![result]);
-            }
+            "tool" => list.push_blocks("user", vec![tool_result(m, content, cc, i)?]),
             other => {
                 return Err(TranslateError::unsupported(
                     format!("messages[{i}].role"),
@@ -171,7 +133,39 @@ pub(super) fn convert(messages: &[Value]) -> Result<Converted, TranslateError> {
             }
         }
     }
-    let system = if system_blocks.is_empty() {
+    Ok(Converted {
+        system: system_value(system_blocks),
+        messages: list.messages,
+    })
+}
+
+/// A `system` / `developer` message's text (a string, or its parts that have `text`, each
+/// keeping its `cache_control`) as text blocks; the message's own `cache_control` goes on the
+/// last of them ([`mark_last`]).
+fn push_system(content: &Value, cc: Option<&Value>, system_blocks: &mut Vec<Value>) {
+    let start = system_blocks.len();
+    match content {
+        Value::String(s) if !s.is_empty() => system_blocks.push(text_block(s)),
+        Value::Array(parts) => {
+            for p in parts {
+                if let Some(t) = p.get("text").and_then(Value::as_str) {
+                    let mut block = text_block(t);
+                    if let Some(c) = cache_control(p) {
+                        block["cache_control"] = c.clone();
+                    }
+                    system_blocks.push(block);
+                }
+            }
+        }
+        _ => {}
+    }
+    mark_last(&mut system_blocks[start..], cc);
+}
+
+/// Top-level `system`: none without text; text blocks when one carries `cache_control` (so the
+/// breakpoint survives); else their texts joined with `\n\n` in one string.
+fn system_value(system_blocks: Vec<Value>) -> Option<Value> {
+    if system_blocks.is_empty() {
         None
     } else if system_blocks
         .iter()
@@ -184,11 +178,37 @@ pub(super) fn convert(messages: &[Value]) -> Result<Converted, TranslateError> {
             .filter_map(|b| b.get("text").and_then(Value::as_str))
             .collect();
         Some(Value::String(texts.join("\n\n")))
-    };
-    Ok(Converted {
-        system,
-        messages: list.messages,
-    })
+    }
+}
+
+/// A `tool` message (index `i`) → a `tool_result` block for its `tool_call_id`: string content
+/// as is, parts as blocks ([`user_part`]), the message's `cache_control` on the block.
+/// Errors: no `tool_call_id` (400 naming `messages[i].tool_call_id`), untranslatable parts.
+fn tool_result(
+    m: &Value,
+    content: &Value,
+    cc: Option<&Value>,
+    i: usize,
+) -> Result<Value, TranslateError> {
+    let id = m
+        .get("tool_call_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            TranslateError::invalid(
+                format!("messages[{i}].tool_call_id"),
+                "required for role tool",
+            )
+        })?;
+    let mut result = json!({"type": "tool_result", "tool_use_id": id});
+    match content {
+        Value::String(s) => result["content"] = s.as_str().into(),
+        Value::Array(parts) => result["content"] = parts_to_blocks(parts, i)?.into(),
+        _ => {}
+    }
+    if let Some(c) = cc {
+        result["cache_control"] = c.clone();
+    }
+    Ok(result)
 }
 
 fn parts_to_blocks(parts: &[Value], i: usize) -> Result<Vec<Value>, TranslateError> {

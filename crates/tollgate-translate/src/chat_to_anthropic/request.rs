@@ -71,43 +71,9 @@ pub fn request(chat: &Value, opts: &RequestOptions) -> Result<Value, TranslateEr
 
     let mut out = Map::new();
     out.insert("model".into(), model.into());
-
-    let explicit_max = req
-        .get("max_completion_tokens")
-        .and_then(Value::as_u64)
-        .or_else(|| req.get("max_tokens").and_then(Value::as_u64));
-    let mut max_tokens = explicit_max.unwrap_or_else(|| {
-        u64::from(
-            opts.default_max_tokens
-                .unwrap_or_else(|| default_max_tokens(model)),
-        )
-    });
-
-    // Thinking, from reasoning_effort; budget_tokens must be >= 1024 and < max_tokens.
-    let mut budget = match req.get("reasoning_effort").and_then(Value::as_str) {
-        Some(effort) => thinking_budget(effort)?.map(u64::from),
-        None => None,
-    };
-    if let Some(b) = budget {
-        if explicit_max.is_none() {
-            max_tokens += b;
-        } else if b >= max_tokens {
-            budget = Some(max_tokens / 2).filter(|half| *half >= 1024);
-        }
-    }
+    let (max_tokens, budget) = max_tokens_and_budget(req, opts, model)?;
     out.insert("max_tokens".into(), max_tokens.into());
-
-    // Anthropic rejects empty stop sequences; OpenAI ignores them.
-    let stops: Vec<&Value> = match req.get("stop") {
-        Some(s @ Value::String(_)) => vec![s],
-        Some(Value::Array(list)) => list.iter().collect(),
-        _ => Vec::new(),
-    };
-    let stops: Vec<Value> = stops
-        .into_iter()
-        .filter(|s| s.as_str().is_some_and(|s| !s.is_empty()))
-        .cloned()
-        .collect();
+    let stops = stop_sequences(req);
     if !stops.is_empty() {
         out.insert("stop_sequences".into(), Value::Array(stops));
     }
@@ -135,27 +101,7 @@ pub fn request(chat: &Value, opts: &RequestOptions) -> Result<Value, TranslateEr
         out.insert("metadata".into(), json!({ "user_id": user }));
     }
 
-    let thinking = budget.is_some();
-    if let Some(t) = req.get("temperature").filter(|v| v.is_number())
-        && !thinking
-    {
-        let clamped = match t.as_f64() {
-            Some(f) if f > 1.0 => json!(1.0),
-            Some(f) if f < 0.0 => json!(0.0),
-            _ => t.clone(),
-        };
-        out.insert("temperature".into(), clamped);
-    }
-    if let Some(p) = req.get("top_p").filter(|v| v.is_number())
-        && (!thinking || p.as_f64().is_some_and(|f| f >= 0.95))
-    {
-        out.insert("top_p".into(), p.clone());
-    }
-    if let Some(k) = req.get("top_k").filter(|v| v.is_number())
-        && !thinking
-    {
-        out.insert("top_k".into(), k.clone());
-    }
+    sampling(req, budget.is_some(), &mut out);
     if let Some(b) = budget {
         out.insert(
             "thinking".into(),
@@ -177,6 +123,85 @@ pub fn request(chat: &Value, opts: &RequestOptions) -> Result<Value, TranslateEr
         out.insert("stream".into(), s.clone());
     }
     Ok(Value::Object(out))
+}
+
+/// `max_tokens` and the thinking `budget_tokens` (if `reasoning_effort` asks for thinking).
+///
+/// `max_tokens` is `max_completion_tokens` ?? `max_tokens` ?? [`RequestOptions::default_max_tokens`]
+/// ?? [`default_max_tokens`] of `model`. Anthropic wants `budget_tokens` >= 1024 and below
+/// `max_tokens`: without an explicit maximum the budget is added to the default; with one, a
+/// budget that does not fit becomes half of it, or no thinking when that half is under 1024.
+/// Errors: an unknown `reasoning_effort` ([`thinking_budget`]).
+fn max_tokens_and_budget(
+    req: &Map<String, Value>,
+    opts: &RequestOptions,
+    model: &str,
+) -> Result<(u64, Option<u64>), TranslateError> {
+    let explicit_max = req
+        .get("max_completion_tokens")
+        .and_then(Value::as_u64)
+        .or_else(|| req.get("max_tokens").and_then(Value::as_u64));
+    let mut max_tokens = explicit_max.unwrap_or_else(|| {
+        u64::from(
+            opts.default_max_tokens
+                .unwrap_or_else(|| default_max_tokens(model)),
+        )
+    });
+
+    // Thinking, from reasoning_effort; budget_tokens must be >= 1024 and < max_tokens.
+    let mut budget = match req.get("reasoning_effort").and_then(Value::as_str) {
+        Some(effort) => thinking_budget(effort)?.map(u64::from),
+        None => None,
+    };
+    if let Some(b) = budget {
+        if explicit_max.is_none() {
+            max_tokens += b;
+        } else if b >= max_tokens {
+            budget = Some(max_tokens / 2).filter(|half| *half >= 1024);
+        }
+    }
+    Ok((max_tokens, budget))
+}
+
+/// Chat `stop` (a string or a list) → Anthropic `stop_sequences`, empty strings removed
+/// (Anthropic rejects empty stop sequences; OpenAI ignores them).
+fn stop_sequences(req: &Map<String, Value>) -> Vec<Value> {
+    let stops: Vec<&Value> = match req.get("stop") {
+        Some(s @ Value::String(_)) => vec![s],
+        Some(Value::Array(list)) => list.iter().collect(),
+        _ => Vec::new(),
+    };
+    stops
+        .into_iter()
+        .filter(|s| s.as_str().is_some_and(|s| !s.is_empty()))
+        .cloned()
+        .collect()
+}
+
+/// `temperature` (clamped to Anthropic's 0–1), `top_p` and `top_k`, numbers only. With
+/// extended `thinking` Anthropic rejects `temperature`, `top_k` and a `top_p` below 0.95, so
+/// those are dropped.
+fn sampling(req: &Map<String, Value>, thinking: bool, out: &mut Map<String, Value>) {
+    if let Some(t) = req.get("temperature").filter(|v| v.is_number())
+        && !thinking
+    {
+        let clamped = match t.as_f64() {
+            Some(f) if f > 1.0 => json!(1.0),
+            Some(f) if f < 0.0 => json!(0.0),
+            _ => t.clone(),
+        };
+        out.insert("temperature".into(), clamped);
+    }
+    if let Some(p) = req.get("top_p").filter(|v| v.is_number())
+        && (!thinking || p.as_f64().is_some_and(|f| f >= 0.95))
+    {
+        out.insert("top_p".into(), p.clone());
+    }
+    if let Some(k) = req.get("top_k").filter(|v| v.is_number())
+        && !thinking
+    {
+        out.insert("top_k".into(), k.clone());
+    }
 }
 
 /// Anthropic tools, plus the names `allowed_tools` restricts them to.

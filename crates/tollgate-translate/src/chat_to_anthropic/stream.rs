@@ -301,6 +301,210 @@ impl StreamTranslator {
             },
         );
     }
+
+    /// Parses one event; an unreadable event or a block index of [`MAX_BLOCKS`] or more writes
+    /// an error chunk, ends the stream ([`StreamOutcome::InvalidEvent`]) and is
+    /// [`TranslateError::InvalidStreamEvent`].
+    fn parse_event<'a>(
+        &mut self,
+        data: &'a str,
+        out: &mut BytesMut,
+    ) -> Result<Event<'a>, TranslateError> {
+        let parsed = serde_json::from_str::<Event<'a>>(data)
+            .map_err(|e| e.to_string())
+            .and_then(|ev| match ev.index {
+                Some(i) if i >= MAX_BLOCKS => Err(format!("content block index {i} out of range")),
+                _ => Ok(ev),
+            });
+        parsed.map_err(|e| {
+            let msg = format!("upstream sent an unreadable event: {e}");
+            write_openai_stream_error(out, &msg, None);
+            self.outcome = StreamOutcome::InvalidEvent;
+            TranslateError::InvalidStreamEvent(msg)
+        })
+    }
+
+    /// `message_start`: remembers id, model and input usage, then the role chunk.
+    fn on_message_start(&mut self, message: Option<MessageStart<'_>>, out: &mut BytesMut) {
+        if let Some(m) = message {
+            if let Some(id) = m.id {
+                self.id = id.into_owned();
+            }
+            if let Some(model) = m.model {
+                self.model = model.into_owned();
+            }
+            if let Some(u) = &m.usage {
+                self.usage = Usage::from_anthropic(u);
+            }
+        }
+        self.ensure_started(out);
+    }
+
+    /// `content_block_start` at `index` (below [`MAX_BLOCKS`]): records the block's kind and
+    /// writes what its start carries (a tool call's first chunk, a text block's initial text, a
+    /// `redacted_thinking` block whole).
+    fn on_block_start(&mut self, index: usize, block: &ContentBlock<'_>, out: &mut BytesMut) {
+        let kind = match block.ty.as_ref() {
+            "text" => Block::Text,
+            "tool_use" => self.tool_start(block, out),
+            "thinking" => {
+                self.thinking.clear();
+                Block::Thinking
+            }
+            "redacted_thinking" => {
+                if !self.opts.drop_reasoning {
+                    let tb = ThinkingBlock {
+                        ty: "redacted_thinking",
+                        thinking: None,
+                        signature: None,
+                        data: Some(block.data.as_deref().unwrap_or("")),
+                    };
+                    self.delta_chunk(
+                        out,
+                        ChunkDelta {
+                            thinking_blocks: Some([tb]),
+                            ..Default::default()
+                        },
+                    );
+                }
+                Block::Other
+            }
+            _ => Block::Other,
+        };
+        if kind == Block::Text
+            && let Some(t) = block.text.as_deref().filter(|t| !t.is_empty())
+        {
+            self.text_chunk(out, t);
+        }
+        if self.blocks.len() <= index {
+            self.blocks.resize(index + 1, Block::Other);
+        }
+        self.blocks[index] = kind;
+    }
+
+    /// A `tool_use` block start: the next tool-call position and its first chunk (`id`,
+    /// `name`, and `arguments` = the compact JSON of a non-empty `input`, else `""`).
+    fn tool_start(&mut self, block: &ContentBlock<'_>, out: &mut BytesMut) -> Block {
+        let k = self.tool_calls;
+        self.tool_calls += 1;
+        let args = match &block.input {
+            Some(Value::Object(m)) if !m.is_empty() => Value::Object(m.clone()).to_string(),
+            _ => String::new(),
+        };
+        self.tool_chunk(out, k, block.id.as_deref(), block.name.as_deref(), &args);
+        Block::Tool(k)
+    }
+
+    /// `content_block_delta` on the block at `index`: text, tool-argument fragment or thinking,
+    /// by the kind its start recorded; deltas on unknown blocks write nothing.
+    fn on_block_delta(&mut self, index: usize, delta: &Delta<'_>, out: &mut BytesMut) {
+        match self.blocks.get(index).copied().unwrap_or(Block::Other) {
+            Block::Text => {
+                if let Some(t) = delta.text.as_deref().filter(|t| !t.is_empty()) {
+                    self.text_chunk(out, t);
+                }
+            }
+            Block::Tool(k) => {
+                if let Some(p) = delta.partial_json.as_deref().filter(|p| !p.is_empty()) {
+                    self.tool_chunk(out, k, None, None, p);
+                }
+            }
+            Block::Thinking if !self.opts.drop_reasoning => self.thinking_delta(delta, out),
+            Block::Thinking => {}
+            Block::Other => {}
+        }
+    }
+
+    /// A thinking block's delta: its text as `reasoning_content` (and kept for the block); at
+    /// its `signature`, the complete signed block as one `thinking_blocks` entry.
+    fn thinking_delta(&mut self, delta: &Delta<'_>, out: &mut BytesMut) {
+        if let Some(t) = delta.thinking.as_deref().filter(|t| !t.is_empty()) {
+            self.thinking.push_str(t);
+            self.delta_chunk(
+                out,
+                ChunkDelta {
+                    reasoning_content: Some(t),
+                    ..Default::default()
+                },
+            );
+        }
+        if let Some(sig) = delta.signature.as_deref() {
+            let tb = ThinkingBlock {
+                ty: "thinking",
+                thinking: Some(&self.thinking),
+                signature: Some(sig),
+                data: None,
+            };
+            self.delta_chunk(
+                out,
+                ChunkDelta {
+                    thinking_blocks: Some([tb]),
+                    ..Default::default()
+                },
+            );
+            self.thinking.clear();
+        }
+    }
+
+    /// `message_delta`: cumulative usage merged, `stop_reason` and its `finish_reason` kept.
+    fn on_message_delta(
+        &mut self,
+        usage: Option<&Value>,
+        delta: Option<Delta<'_>>,
+        out: &mut BytesMut,
+    ) {
+        self.ensure_started(out);
+        if let Some(u) = usage {
+            self.usage.merge_anthropic(u);
+        }
+        if let Some(sr) = delta.and_then(|d| d.stop_reason) {
+            self.finish_reason = Some(finish_reason_from_stop_reason(&sr));
+            self.stop_reason = Some(sr.into_owned());
+        }
+    }
+
+    /// `message_stop`: the finish chunk, the usage chunk if asked for, `[DONE]`.
+    fn on_message_stop(&mut self, out: &mut BytesMut) {
+        self.ensure_started(out);
+        // One finish chunk, whatever number of (cumulative) message_delta events came.
+        let finish = *self.finish_reason.get_or_insert("stop");
+        let choice = [Choice {
+            index: 0,
+            delta: ChunkDelta::default(),
+            logprobs: None,
+            finish_reason: Some(finish),
+        }];
+        self.write_chunk(out, &choice, None);
+        if self.opts.include_usage {
+            let usage = self.usage.to_openai_chat();
+            self.write_chunk(out, &[], Some(&usage));
+        }
+        sse_out::done(out);
+        self.outcome = StreamOutcome::Completed;
+    }
+
+    /// `error`: an error chunk with the upstream's type and message; the stream ends.
+    fn on_error(&mut self, error: Option<&ErrorBody<'_>>, out: &mut BytesMut) {
+        let (ty, msg) = match error {
+            Some(e) => (
+                e.ty.as_deref(),
+                e.message.as_deref().unwrap_or("upstream error"),
+            ),
+            None => (None, "upstream error"),
+        };
+        write_openai_stream_error(out, msg, ty);
+        self.outcome = StreamOutcome::UpstreamError;
+    }
+
+    fn text_chunk(&self, out: &mut BytesMut, text: &str) {
+        self.delta_chunk(
+            out,
+            ChunkDelta {
+                content: Some(text),
+                ..Default::default()
+            },
+        );
+    }
 }
 
 impl StreamTranslate for StreamTranslator {
@@ -318,188 +522,24 @@ impl StreamTranslate for StreamTranslator {
         if self.outcome != StreamOutcome::InProgress || data.trim().is_empty() {
             return Ok(());
         }
-        let parsed = serde_json::from_str::<Event<'_>>(data)
-            .map_err(|e| e.to_string())
-            .and_then(|ev| match ev.index {
-                Some(i) if i >= MAX_BLOCKS => Err(format!("content block index {i} out of range")),
-                _ => Ok(ev),
-            });
-        let ev = match parsed {
-            Ok(ev) => ev,
-            Err(e) => {
-                let msg = format!("upstream sent an unreadable event: {e}");
-                write_openai_stream_error(out, &msg, None);
-                self.outcome = StreamOutcome::InvalidEvent;
-                return Err(TranslateError::InvalidStreamEvent(msg));
-            }
-        };
+        let ev = self.parse_event(data, out)?;
         match ev.ty.as_ref() {
-            "message_start" => {
-                if let Some(m) = ev.message {
-                    if let Some(id) = m.id {
-                        self.id = id.into_owned();
-                    }
-                    if let Some(model) = m.model {
-                        self.model = model.into_owned();
-                    }
-                    if let Some(u) = &m.usage {
-                        self.usage = Usage::from_anthropic(u);
-                    }
-                }
-                self.ensure_started(out);
-            }
+            "message_start" => self.on_message_start(ev.message, out),
             "content_block_start" => {
                 self.ensure_started(out);
-                let (Some(index), Some(block)) = (ev.index, ev.content_block) else {
-                    return Ok(());
-                };
-                let kind = match block.ty.as_ref() {
-                    "text" => Block::Text,
-                    "tool_use" => {
-                        let k = self.tool_calls;
-                        self.tool_calls += 1;
-                        let args = match &block.input {
-                            Some(Value::Object(m)) if !m.is_empty() => {
-                                Value::Object(m.clone()).to_string()
-                            }
-                            _ => String::new(),
-                        };
-                        self.tool_chunk(out, k, block.id.as_deref(), block.name.as_deref(), &args);
-                        Block::Tool(k)
-                    }
-                    "thinking" => {
-                        self.thinking.clear();
-                        Block::Thinking
-                    }
-                    "redacted_thinking" => {
-                        if !self.opts.drop_reasoning {
-                            let tb = ThinkingBlock {
-                                ty: "redacted_thinking",
-                                thinking: None,
-                                signature: None,
-                                data: Some(block.data.as_deref().unwrap_or("")),
-                            };
-                            self.delta_chunk(
-                                out,
-                                ChunkDelta {
-                                    thinking_blocks: Some([tb]),
-                                    ..Default::default()
-                                },
-                            );
-                        }
-                        Block::Other
-                    }
-                    _ => Block::Other,
-                };
-                if kind == Block::Text
-                    && let Some(t) = block.text.as_deref().filter(|t| !t.is_empty())
-                {
-                    self.delta_chunk(
-                        out,
-                        ChunkDelta {
-                            content: Some(t),
-                            ..Default::default()
-                        },
-                    );
+                if let (Some(index), Some(block)) = (ev.index, ev.content_block) {
+                    self.on_block_start(index, &block, out);
                 }
-                if self.blocks.len() <= index {
-                    self.blocks.resize(index + 1, Block::Other);
-                }
-                self.blocks[index] = kind;
             }
             "content_block_delta" => {
                 self.ensure_started(out);
-                let (Some(index), Some(delta)) = (ev.index, ev.delta) else {
-                    return Ok(());
-                };
-                match self.blocks.get(index).copied().unwrap_or(Block::Other) {
-                    Block::Text => {
-                        if let Some(t) = delta.text.as_deref().filter(|t| !t.is_empty()) {
-                            self.delta_chunk(
-                                out,
-                                ChunkDelta {
-                                    content: Some(t),
-                                    ..Default::default()
-                                },
-                            );
-                        }
-                    }
-                    Block::Tool(k) => {
-                        if let Some(p) = delta.partial_json.as_deref().filter(|p| !p.is_empty()) {
-                            self.tool_chunk(out, k, None, None, p);
-                        }
-                    }
-                    Block::Thinking if !self.opts.drop_reasoning => {
-                        if let Some(t) = delta.thinking.as_deref().filter(|t| !t.is_empty()) {
-                            self.thinking.push_str(t);
-                            self.delta_chunk(
-                                out,
-                                ChunkDelta {
-                                    reasoning_content: Some(t),
-                                    ..Default::default()
-                                },
-                            );
-                        }
-                        if let Some(sig) = delta.signature.as_deref() {
-                            let tb = ThinkingBlock {
-                                ty: "thinking",
-                                thinking: Some(&self.thinking),
-                                signature: Some(sig),
-                                data: None,
-                            };
-                            self.delta_chunk(
-                                out,
-                                ChunkDelta {
-                                    thinking_blocks: Some([tb]),
-                                    ..Default::default()
-                                },
-                            );
-                            self.thinking.clear();
-                        }
-                    }
-                    Block::Thinking => {}
-                    Block::Other => {}
+                if let (Some(index), Some(delta)) = (ev.index, ev.delta) {
+                    self.on_block_delta(index, &delta, out);
                 }
             }
-            "message_delta" => {
-                self.ensure_started(out);
-                if let Some(u) = &ev.usage {
-                    self.usage.merge_anthropic(u);
-                }
-                if let Some(sr) = ev.delta.and_then(|d| d.stop_reason) {
-                    self.finish_reason = Some(finish_reason_from_stop_reason(&sr));
-                    self.stop_reason = Some(sr.into_owned());
-                }
-            }
-            "message_stop" => {
-                self.ensure_started(out);
-                // One finish chunk, whatever number of (cumulative) message_delta events came.
-                let finish = *self.finish_reason.get_or_insert("stop");
-                let choice = [Choice {
-                    index: 0,
-                    delta: ChunkDelta::default(),
-                    logprobs: None,
-                    finish_reason: Some(finish),
-                }];
-                self.write_chunk(out, &choice, None);
-                if self.opts.include_usage {
-                    let usage = self.usage.to_openai_chat();
-                    self.write_chunk(out, &[], Some(&usage));
-                }
-                sse_out::done(out);
-                self.outcome = StreamOutcome::Completed;
-            }
-            "error" => {
-                let (ty, msg) = match &ev.error {
-                    Some(e) => (
-                        e.ty.as_deref(),
-                        e.message.as_deref().unwrap_or("upstream error"),
-                    ),
-                    None => (None, "upstream error"),
-                };
-                write_openai_stream_error(out, msg, ty);
-                self.outcome = StreamOutcome::UpstreamError;
-            }
+            "message_delta" => self.on_message_delta(ev.usage.as_ref(), ev.delta, out),
+            "message_stop" => self.on_message_stop(out),
+            "error" => self.on_error(ev.error.as_ref(), out),
             _ => {} // ping, content_block_stop, and event types added later
         }
         Ok(())

@@ -68,6 +68,64 @@ pub(crate) fn request_with(
     };
     let mut out = Map::new();
     out.insert("model".into(), model.into());
+    let messages = chat_messages(r, opts, history, anthropic)?;
+    out.insert("messages".into(), Value::Array(messages));
+
+    if let Some(n) = r.get("max_output_tokens").filter(|v| v.is_u64()) {
+        let field = match opts.max_tokens_field {
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::MaxTokens => "max_tokens",
+        };
+        out.insert(field.into(), n.clone());
+    }
+    for key in [
+        "temperature",
+        "top_p",
+        "parallel_tool_calls",
+        "user",
+        "safety_identifier",
+        "prompt_cache_key",
+        "service_tier",
+        "top_logprobs",
+    ] {
+        if let Some(v) = r.get(key).filter(|v| !v.is_null()) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    let tools = chat_tools(r, anthropic)?;
+    if !tools.is_empty() {
+        out.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(tc) = r.get("tool_choice").filter(|v| !v.is_null()) {
+        out.insert("tool_choice".into(), tool_choice(tc)?);
+    }
+    if let Some(e) = r
+        .get("reasoning")
+        .and_then(|x| x.get("effort"))
+        .filter(|v| v.is_string())
+    {
+        out.insert("reasoning_effort".into(), e.clone());
+    }
+    if let Some(text) = r.get("text") {
+        text_options(text, &mut out);
+    }
+    if r.get("stream").and_then(Value::as_bool) == Some(true) {
+        out.insert("stream".into(), true.into());
+        out.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    Ok(Value::Object(out))
+}
+
+/// The chat `messages`: `instructions` as a first `system` message, `history`, then the
+/// messages of `input` ([`input_messages`]). Toward a Chat upstream (`!anthropic`),
+/// `cache_control` and `thinking_blocks` are removed; `reasoning_content` is removed with
+/// [`RequestOptions::drop_reasoning_history`].
+fn chat_messages(
+    r: &Map<String, Value>,
+    opts: &RequestOptions,
+    history: &[Value],
+    anthropic: bool,
+) -> Result<Vec<Value>, TranslateError> {
     let mut messages = Vec::with_capacity(history.len() + 2);
     if let Some(i) = r
         .get("instructions")
@@ -96,29 +154,13 @@ pub(crate) fn request_with(
             }
         }
     }
-    out.insert("messages".into(), Value::Array(messages));
+    Ok(messages)
+}
 
-    if let Some(n) = r.get("max_output_tokens").filter(|v| v.is_u64()) {
-        let field = match opts.max_tokens_field {
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-            MaxTokensField::MaxTokens => "max_tokens",
-        };
-        out.insert(field.into(), n.clone());
-    }
-    for key in [
-        "temperature",
-        "top_p",
-        "parallel_tool_calls",
-        "user",
-        "safety_identifier",
-        "prompt_cache_key",
-        "service_tier",
-        "top_logprobs",
-    ] {
-        if let Some(v) = r.get(key).filter(|v| !v.is_null()) {
-            out.insert(key.into(), v.clone());
-        }
-    }
+/// Responses `tools` (flat function tools) → chat tools `{"type":"function","function":{name,
+/// description, parameters, strict}}`, a tool's `cache_control` kept when `anthropic`.
+/// Errors: a hosted tool → [`TranslateError::Unsupported`] naming `tools[i].type`.
+fn chat_tools(r: &Map<String, Value>, anthropic: bool) -> Result<Vec<Value>, TranslateError> {
     let mut tools = Vec::new();
     for (i, t) in r
         .get("tools")
@@ -146,49 +188,36 @@ pub(crate) fn request_with(
         }
         tools.push(tool);
     }
-    if !tools.is_empty() {
-        out.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(tc) = r.get("tool_choice").filter(|v| !v.is_null()) {
-        out.insert("tool_choice".into(), tool_choice(tc)?);
-    }
-    if let Some(e) = r
-        .get("reasoning")
-        .and_then(|x| x.get("effort"))
-        .filter(|v| v.is_string())
-    {
-        out.insert("reasoning_effort".into(), e.clone());
-    }
-    if let Some(text) = r.get("text") {
-        if let Some(f) = text.get("format") {
-            match f.get("type").and_then(Value::as_str) {
-                Some("json_schema") => {
-                    let mut js = Map::new();
-                    for key in ["name", "description", "schema", "strict"] {
-                        if let Some(v) = f.get(key).filter(|v| !v.is_null()) {
-                            js.insert(key.into(), v.clone());
-                        }
+    Ok(tools)
+}
+
+/// Responses `text` → chat `response_format` (`json_schema` with its `name`, `description`,
+/// `schema`, `strict` nested under `json_schema`; `json_object` as is; `text` dropped) and
+/// `verbosity`.
+fn text_options(text: &Value, out: &mut Map<String, Value>) {
+    if let Some(f) = text.get("format") {
+        match f.get("type").and_then(Value::as_str) {
+            Some("json_schema") => {
+                let mut js = Map::new();
+                for key in ["name", "description", "schema", "strict"] {
+                    if let Some(v) = f.get(key).filter(|v| !v.is_null()) {
+                        js.insert(key.into(), v.clone());
                     }
-                    out.insert(
-                        "response_format".into(),
-                        json!({"type": "json_schema", "json_schema": js}),
-                    );
                 }
-                Some("json_object") => {
-                    out.insert("response_format".into(), json!({"type": "json_object"}));
-                }
-                _ => {}
+                out.insert(
+                    "response_format".into(),
+                    json!({"type": "json_schema", "json_schema": js}),
+                );
             }
-        }
-        if let Some(v) = text.get("verbosity").filter(|v| v.is_string()) {
-            out.insert("verbosity".into(), v.clone());
+            Some("json_object") => {
+                out.insert("response_format".into(), json!({"type": "json_object"}));
+            }
+            _ => {}
         }
     }
-    if r.get("stream").and_then(Value::as_bool) == Some(true) {
-        out.insert("stream".into(), true.into());
-        out.insert("stream_options".into(), json!({"include_usage": true}));
+    if let Some(v) = text.get("verbosity").filter(|v| v.is_string()) {
+        out.insert("verbosity".into(), v.clone());
     }
-    Ok(Value::Object(out))
 }
 
 /// Responses `tool_choice` → chat `tool_choice`, same meaning, chat's shape.
@@ -259,92 +288,17 @@ pub(crate) fn input_messages(
     let mut reasoning: Option<(String, Vec<Value>)> = None;
     for (i, item) in items.iter().enumerate() {
         let p = format!("{path}[{i}]");
-        let ty =
-            item.get("type")
-                .and_then(Value::as_str)
-                .unwrap_or(if item.get("role").is_some() {
-                    "message"
-                } else {
-                    ""
-                });
+        let ty = item_type(item);
         if ty != "function_call_output" && !pending.is_empty() {
             out.push(json!({"role": "user", "content": std::mem::take(&mut pending)}));
         }
         match ty {
             "message" => message(item, &p, anthropic, out)?,
-            "function_call" => {
-                let call = json!({
-                    "id": item.get("call_id").and_then(Value::as_str).unwrap_or_default(),
-                    "type": "function",
-                    "function": {
-                        "name": item.get("name").and_then(Value::as_str).unwrap_or_default(),
-                        "arguments": item.get("arguments").and_then(Value::as_str).unwrap_or_default(),
-                    }
-                });
-                match out.last_mut() {
-                    Some(last) if last["role"] == "assistant" => {
-                        if let Some(calls) =
-                            last.get_mut("tool_calls").and_then(Value::as_array_mut)
-                        {
-                            calls.push(call);
-                        } else {
-                            last["tool_calls"] = json!([call]);
-                        }
-                    }
-                    _ => out
-                        .push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
-                }
-            }
+            "function_call" => push_function_call(item, out),
             "function_call_output" => {
-                let id = item
-                    .get("call_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let content = match item.get("output") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Array(parts)) => {
-                        let mut text = String::new();
-                        let mut images = Vec::new();
-                        for (j, part) in parts.iter().enumerate() {
-                            match content_part(part, &format!("{p}.output[{j}]"), anthropic)? {
-                                Some(t) if t["type"] == "text" => {
-                                    if !text.is_empty() {
-                                        text.push('\n');
-                                    }
-                                    text.push_str(t["text"].as_str().unwrap_or_default());
-                                }
-                                Some(other) => images.push(other),
-                                None => {}
-                            }
-                        }
-                        if !images.is_empty() {
-                            pending.push(json!({"type": "text", "text": format!("Content returned by tool call {id}:")}));
-                            pending.extend(images);
-                        }
-                        text
-                    }
-                    _ => String::new(),
-                };
-                out.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+                out.push(function_call_output(item, &p, anthropic, &mut pending)?);
             }
-            "reasoning" => {
-                let text: Vec<&str> = item
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect();
-                let blocks = item
-                    .get("encrypted_content")
-                    .and_then(Value::as_str)
-                    .and_then(|e| e.strip_prefix(THINKING_PREFIX))
-                    .and_then(|j| serde_json::from_str::<Vec<Value>>(j).ok())
-                    .unwrap_or_default();
-                let entry = reasoning.get_or_insert_with(Default::default);
-                entry.0.push_str(&text.join("\n\n"));
-                entry.1.extend(blocks);
-            }
+            "reasoning" => add_reasoning(item, &mut reasoning),
             other => {
                 return Err(TranslateError::unsupported(
                     format!("{p}.type"),
@@ -367,6 +321,108 @@ pub(crate) fn input_messages(
         out.push(json!({"role": "user", "content": pending}));
     }
     Ok(())
+}
+
+/// An input item's `type`; an item without one is a `message` when it has a `role` (the
+/// Responses API's easy input message), else `""`.
+fn item_type(item: &Value) -> &str {
+    item.get("type")
+        .and_then(Value::as_str)
+        .unwrap_or(if item.get("role").is_some() {
+            "message"
+        } else {
+            ""
+        })
+}
+
+/// A `function_call` item → a chat tool call `{id: call_id, type: function, function: {name,
+/// arguments}}`, added to the last message when it is the assistant's, else in a new assistant
+/// message with `content: null`.
+fn push_function_call(item: &Value, out: &mut Vec<Value>) {
+    let call = json!({
+        "id": item.get("call_id").and_then(Value::as_str).unwrap_or_default(),
+        "type": "function",
+        "function": {
+            "name": item.get("name").and_then(Value::as_str).unwrap_or_default(),
+            "arguments": item.get("arguments").and_then(Value::as_str).unwrap_or_default(),
+        }
+    });
+    match out.last_mut() {
+        Some(last) if last["role"] == "assistant" => {
+            if let Some(calls) = last.get_mut("tool_calls").and_then(Value::as_array_mut) {
+                calls.push(call);
+            } else {
+                last["tool_calls"] = json!([call]);
+            }
+        }
+        _ => out.push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
+    }
+}
+
+/// A `function_call_output` item at `p` → a chat `tool` message. An `output` array's text
+/// parts are joined with `\n` into its content; its image parts go to `pending` (after a text
+/// part naming the call), for the user message that follows the tool messages.
+/// Errors: as for [`content_part`], naming `<p>.output[j]`.
+fn function_call_output(
+    item: &Value,
+    p: &str,
+    anthropic: bool,
+    pending: &mut Vec<Value>,
+) -> Result<Value, TranslateError> {
+    let id = item
+        .get("call_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let content = match item.get("output") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            let mut images = Vec::new();
+            for (j, part) in parts.iter().enumerate() {
+                match content_part(part, &format!("{p}.output[{j}]"), anthropic)? {
+                    Some(t) if t["type"] == "text" => {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(t["text"].as_str().unwrap_or_default());
+                    }
+                    Some(other) => images.push(other),
+                    None => {}
+                }
+            }
+            if !images.is_empty() {
+                pending.push(
+                    json!({"type": "text", "text": format!("Content returned by tool call {id}:")}),
+                );
+                pending.extend(images);
+            }
+            text
+        }
+        _ => String::new(),
+    };
+    Ok(json!({"role": "tool", "tool_call_id": id, "content": content}))
+}
+
+/// A `reasoning` item: its summary texts (joined with a blank line) and the signed thinking
+/// blocks in its `encrypted_content` (after [`THINKING_PREFIX`]) are added to `reasoning`, for
+/// the next assistant message.
+fn add_reasoning(item: &Value, reasoning: &mut Option<(String, Vec<Value>)>) {
+    let text: Vec<&str> = item
+        .get("summary")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect();
+    let blocks = item
+        .get("encrypted_content")
+        .and_then(Value::as_str)
+        .and_then(|e| e.strip_prefix(THINKING_PREFIX))
+        .and_then(|j| serde_json::from_str::<Vec<Value>>(j).ok())
+        .unwrap_or_default();
+    let entry = reasoning.get_or_insert_with(Default::default);
+    entry.0.push_str(&text.join("\n\n"));
+    entry.1.extend(blocks);
 }
 
 #[cfg(test)]

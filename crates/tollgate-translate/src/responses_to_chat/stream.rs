@@ -8,9 +8,10 @@ use super::response::{
     ResponseContext, call_item, call_item_id, message_item, message_item_id, reasoning_item,
     reasoning_item_id, response_object, status_for,
 };
-use crate::chat_chunk::{ChatChunk, tool_position};
 use crate::usage::Usage;
 use crate::{StreamOutcome, StreamTranslate, TranslateError, sse_out};
+
+mod feed;
 
 #[derive(Debug)]
 enum Item {
@@ -94,16 +95,6 @@ struct ResponseEvent<'a> {
     #[serde(rename = "type")]
     ty: &'a str,
     response: &'a Value,
-    sequence_number: u64,
-}
-
-#[derive(Serialize)]
-struct ArgsDelta<'a> {
-    #[serde(rename = "type")]
-    ty: &'static str,
-    item_id: &'a str,
-    output_index: usize,
-    delta: &'a str,
     sequence_number: u64,
 }
 
@@ -460,24 +451,9 @@ impl StreamTranslate for StreamTranslator {
             self.complete(out);
             return Ok(());
         }
-        let chunk: ChatChunk<'_> = match serde_json::from_str(data) {
-            Ok(c) => c,
-            Err(e) => {
-                let msg = format!("upstream sent an unreadable chunk: {e}");
-                self.fail(out, "server_error", &msg, StreamOutcome::InvalidEvent);
-                return Err(TranslateError::InvalidStreamEvent(msg));
-            }
-        };
+        let chunk = self.parse_chunk(data, out)?;
         if let Some(err) = &chunk.error {
-            let msg = err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("upstream error");
-            let code = match err.get("code").and_then(Value::as_str) {
-                Some(c) if c.contains("rate_limit") => "rate_limit_exceeded",
-                _ => "server_error",
-            };
-            self.fail(out, code, msg, StreamOutcome::UpstreamError);
+            self.upstream_error(err, out);
             return Ok(());
         }
         self.ensure_started(out);
@@ -486,74 +462,7 @@ impl StreamTranslate for StreamTranslator {
         }
         for choice in chunk.choices.iter().flatten().filter(|c| c.index == 0) {
             if let Some(delta) = &choice.delta {
-                if let Some(r) = delta.reasoning_text() {
-                    self.reasoning_text(out, r);
-                }
-                if let Some(blocks) = delta.thinking_blocks.as_ref().filter(|b| !b.is_empty()) {
-                    self.reasoning_blocks(out, blocks);
-                }
-                if let Some(t) = delta.content_text() {
-                    self.text(out, &t, false);
-                }
-                if let Some(t) = delta.refusal.as_deref().filter(|t| !t.is_empty()) {
-                    self.text(out, t, true);
-                }
-                for tc in delta.tool_calls.iter().flatten() {
-                    let pos = tool_position(tc, self.call_count());
-                    let f = tc.function.as_ref();
-                    let idx = match self
-                        .items
-                        .iter()
-                        .position(|it| matches!(it, Item::Call { pos: p, .. } if *p == pos))
-                    {
-                        Some(i) => i,
-                        None => {
-                            self.close(out);
-                            let call_id = match tc.id.as_deref() {
-                                Some(id) => id.to_owned(),
-                                None => format!("call_{}_{pos}", self.response_id),
-                            };
-                            let name = f.and_then(|f| f.name.as_deref()).unwrap_or("").to_owned();
-                            let i = self.items.len();
-                            let item = call_item(&call_id, &name, "", "in_progress");
-                            self.emit(
-                                out,
-                                "response.output_item.added",
-                                json!({"output_index": i, "item": item}),
-                            );
-                            self.items.push(Item::Call {
-                                pos,
-                                item_id: call_item_id(&call_id),
-                                call_id,
-                                name,
-                                arguments: String::new(),
-                            });
-                            self.open = Some(i);
-                            i
-                        }
-                    };
-                    if let Some(args) = f
-                        .and_then(|f| f.arguments.as_deref())
-                        .filter(|a| !a.is_empty())
-                        && let Item::Call {
-                            item_id, arguments, ..
-                        } = &mut self.items[idx]
-                    {
-                        arguments.push_str(args);
-                        self.seq += 1;
-                        sse_out::event(
-                            out,
-                            "response.function_call_arguments.delta",
-                            &ArgsDelta {
-                                ty: "response.function_call_arguments.delta",
-                                item_id,
-                                output_index: idx,
-                                delta: args,
-                                sequence_number: self.seq - 1,
-                            },
-                        );
-                    }
-                }
+                self.on_delta(delta, out);
             }
             if let Some(fr) = choice.finish() {
                 self.close(out);
