@@ -15,12 +15,16 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use chrono::{DateTime, Utc};
 
 use super::money::{units_to_usd, usd_to_units};
-use super::scope::{Limits, ScopeKey};
+use super::scope::ScopeKey;
 use super::store::{
     Actual, CounterStore, Denial, RateLimitStatus, ReserveRequest, ScopeSpend, SpendSnapshot,
     Ticket,
 };
 use crate::duration::BudgetDuration;
+
+mod reserve;
+
+use reserve::{check_all, commit_all, lock_in_order, lock_order, ticket};
 
 const SHARDS: usize = 32;
 
@@ -86,7 +90,11 @@ impl ScopeState {
 }
 
 type Shard = RwLock<HashMap<ScopeKey, Arc<Mutex<ScopeState>>>>;
-type InflightShard = Mutex<HashSet<(Arc<str>, u32)>>;
+/// (request id, attempt) of a reservation in flight.
+type InflightKey = (Arc<str>, u32);
+type InflightShard = Mutex<HashSet<InflightKey>>;
+/// The lock held on one scope during a reservation (`None` for a scope listed twice).
+type ScopeGuard<'a> = Option<MutexGuard<'a, ScopeState>>;
 
 /// The in-process counter store (single replica). Create one per gateway process and share it
 /// through an `Arc`.
@@ -161,59 +169,40 @@ impl InMemoryCounterStore {
     }
 
     fn inflight_remove(&self, ticket: &Ticket) -> bool {
-        let k = (ticket.request_id.clone(), ticket.attempt);
-        lock(&self.inflight[shard_of(&k)]).remove(&k)
+        self.inflight_remove_key(&(ticket.request_id.clone(), ticket.attempt))
     }
 
-    fn check_budget(st: &ScopeState, limits: &Limits, i: usize) -> Result<(), Denial> {
-        if let Some(max) = limits.finite_budget() {
-            let max_units = usd_to_units(max);
-            let current_units = st.spend.saturating_add(st.reserved);
-            if current_units >= max_units {
-                return Err(Denial::Budget {
-                    scope: i,
-                    current_units,
-                    reserved_units: st.reserved,
-                    max_units,
-                });
-            }
-        }
-        Ok(())
+    /// Forgets the in-flight (request id, attempt) `k`; false when it was not in flight.
+    fn inflight_remove_key(&self, k: &InflightKey) -> bool {
+        lock(&self.inflight[shard_of(k)]).remove(k)
     }
 
-    fn check_rates(
-        st: &ScopeState,
-        limits: &Limits,
-        i: usize,
-        prompt: u64,
-        window_end: i64,
-    ) -> Result<(), Denial> {
-        if let Some(limit) = limits.rpm_limit
-            && st.window_requests >= limit
-        {
-            return Err(Denial::Requests {
-                scope: i,
-                limit,
-                window_reset_ms: window_end,
-            });
-        }
-        if let Some(limit) = limits.tpm_limit {
-            let used = st.tokens_used();
-            if used >= limit || used.saturating_add(prompt) > limit {
-                return Err(Denial::Tokens {
-                    scope: i,
-                    limit,
-                    used,
-                    window_reset_ms: window_end,
-                });
+    /// Records (request id, attempt) `k` as in flight; false when it already is.
+    fn inflight_insert(&self, k: &InflightKey) -> bool {
+        lock(&self.inflight[shard_of(k)]).insert(k.clone())
+    }
+
+    /// Rolls the budget and rate windows of every locked scope (each distinct scope once, in
+    /// lock `order`) to `now`; returns each scope's rate-window end, Unix ms, by request index
+    /// (0 for a duplicate listing, which has no guard).
+    fn roll_all(
+        &self,
+        req: &ReserveRequest<'_>,
+        order: &[usize],
+        guards: &mut [ScopeGuard<'_>],
+        now: DateTime<Utc>,
+    ) -> Vec<i64> {
+        let now_ms = now.timestamp_millis();
+        let mut window_end = vec![0i64; req.scopes.len()];
+        for &i in order {
+            if let Some(st) = guards[i].as_deref_mut() {
+                if st.roll_budget(req.scopes[i].limits.budget_duration, now) {
+                    self.mark_dirty(&req.scopes[i].key, st);
+                }
+                window_end[i] = st.roll_window(now_ms, self.window_ms);
             }
         }
-        if let Some(limit) = limits.max_parallel_requests
-            && st.in_flight >= limit
-        {
-            return Err(Denial::Parallel { scope: i, limit });
-        }
-        Ok(())
+        window_end
     }
 
     fn settle_scope(
@@ -247,91 +236,24 @@ impl CounterStore for InMemoryCounterStore {
         req: &ReserveRequest<'_>,
         now: DateTime<Utc>,
     ) -> Result<(Ticket, Vec<RateLimitStatus>), Denial> {
-        let id_key: (Arc<str>, u32) = (Arc::from(req.request_id), req.attempt);
-        {
-            let mut set = lock(&self.inflight[shard_of(&id_key)]);
-            if !set.insert(id_key.clone()) {
-                return Err(Denial::DuplicateAttempt);
-            }
+        let id_key: InflightKey = (Arc::from(req.request_id), req.attempt);
+        if !self.inflight_insert(&id_key) {
+            return Err(Denial::DuplicateAttempt);
         }
-        let now_ms = now.timestamp_millis();
         let arcs: Vec<Arc<Mutex<ScopeState>>> =
             req.scopes.iter().map(|s| self.state(&s.key)).collect();
         // Lock in key order; a scope listed twice is locked once.
-        let mut order: Vec<usize> = (0..req.scopes.len()).collect();
-        order.sort_by(|&a, &b| req.scopes[a].key.cmp(&req.scopes[b].key));
-        order.dedup_by(|a, b| req.scopes[*a].key == req.scopes[*b].key);
-        let mut guards: Vec<Option<MutexGuard<'_, ScopeState>>> =
-            (0..req.scopes.len()).map(|_| None).collect();
-        for &i in &order {
-            guards[i] = Some(lock(&arcs[i]));
-        }
-        // Roll windows and check: every budget first, then every rate limit.
-        let mut window_end = vec![0i64; req.scopes.len()];
-        for &i in &order {
-            if let Some(st) = guards[i].as_deref_mut() {
-                if st.roll_budget(req.scopes[i].limits.budget_duration, now) {
-                    self.mark_dirty(&req.scopes[i].key, st);
-                }
-                window_end[i] = st.roll_window(now_ms, self.window_ms);
-            }
-        }
-        let check = (|| {
-            for (i, s) in req.scopes.iter().enumerate() {
-                if let Some(st) = guards[i].as_deref() {
-                    Self::check_budget(st, &s.limits, i)?;
-                }
-            }
-            for (i, s) in req.scopes.iter().enumerate() {
-                if let Some(st) = guards[i].as_deref() {
-                    Self::check_rates(st, &s.limits, i, req.prompt_tokens, window_end[i])?;
-                }
-            }
-            Ok(())
-        })();
-        if let Err(denial) = check {
+        let order = lock_order(req.scopes);
+        let mut guards = lock_in_order(&arcs, &order);
+        let window_end = self.roll_all(req, &order, &mut guards, now);
+        if let Err(denial) = check_all(req, &guards, &window_end) {
             drop(guards);
-            lock(&self.inflight[shard_of(&id_key)]).remove(&id_key);
+            self.inflight_remove_key(&id_key);
             return Err(denial);
         }
-        let mut statuses = Vec::new();
-        for (i, s) in req.scopes.iter().enumerate() {
-            let Some(st) = guards[i].as_deref_mut() else {
-                continue;
-            };
-            st.reserved = st.reserved.saturating_add(req.cost_units);
-            st.reserved_tokens = st.reserved_tokens.saturating_add(req.reserve_tokens);
-            st.window_requests += 1;
-            st.in_flight += 1;
-            let l = &s.limits;
-            if l.rpm_limit.is_some() || l.tpm_limit.is_some() {
-                statuses.push(RateLimitStatus {
-                    scope: s.key.clone(),
-                    limit_requests: l.rpm_limit,
-                    remaining_requests: l
-                        .rpm_limit
-                        .map(|lim| lim.saturating_sub(st.window_requests)),
-                    limit_tokens: l.tpm_limit,
-                    remaining_tokens: l.tpm_limit.map(|lim| lim.saturating_sub(st.tokens_used())),
-                    window_reset_ms: window_end[i],
-                });
-            }
-        }
+        let statuses = commit_all(req, &mut guards, &window_end);
         drop(guards);
-        // The ticket lists each distinct scope once, in request order.
-        let mut idx = order;
-        idx.sort_unstable();
-        let scopes: Arc<[ScopeKey]> = idx.iter().map(|&i| req.scopes[i].key.clone()).collect();
-        Ok((
-            Ticket {
-                request_id: id_key.0,
-                attempt: req.attempt,
-                scopes,
-                cost_units: req.cost_units,
-                tokens: req.reserve_tokens,
-            },
-            statuses,
-        ))
+        Ok((ticket(req, id_key.0, order), statuses))
     }
 
     fn settle(&self, ticket: &Ticket, actual: Actual, now: DateTime<Utc>) -> Option<Vec<f64>> {

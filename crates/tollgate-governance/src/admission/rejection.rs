@@ -75,7 +75,9 @@ fn reset_text(ms: i64) -> String {
 }
 
 impl Rejection {
-    /// Builds the rejection for a store [`Denial`].
+    /// Builds the rejection for a store [`Denial`]. `scopes` are the request's scopes (a
+    /// denial names one by index), `now_ms` the Unix time in ms (for `retry-after`),
+    /// `budget_status` / `model_budget_status` the HTTP statuses of budget refusals.
     pub(crate) fn from_denial(
         d: Denial,
         scopes: &[ScopeRequest],
@@ -83,41 +85,6 @@ impl Rejection {
         budget_status: u16,
         model_budget_status: u16,
     ) -> Self {
-        let rate = |i: usize,
-                    kind: &str,
-                    limit: u64,
-                    reason: RejectReason,
-                    reset_ms: Option<i64>| {
-            let s = &scopes[i];
-            let retry = reset_ms
-                .map(|r| ((r - now_ms).max(0) as u64).div_ceil(1000).max(1))
-                .unwrap_or(1);
-            let d = s.key.kind.descriptor();
-            let mut message = format!(
-                "Rate limit exceeded for {d}: {}. Limit type: {kind}. Current limit: {limit}, Remaining: 0.",
-                s.key.id
-            );
-            if let Some(r) = reset_ms {
-                message.push_str(&format!(" Limit resets at: {}", reset_text(r)));
-            }
-            let mut headers = vec![("retry-after".to_owned(), retry.to_string())];
-            if kind != "max_parallel_requests" {
-                headers.push((format!("x-ratelimit-{d}-limit-{kind}"), limit.to_string()));
-                headers.push((format!("x-ratelimit-{d}-remaining-{kind}"), "0".to_owned()));
-                headers.push((format!("x-ratelimit-limit-{kind}"), limit.to_string()));
-                headers.push((format!("x-ratelimit-remaining-{kind}"), "0".to_owned()));
-            }
-            headers.push(("rate_limit_type".to_owned(), kind.to_owned()));
-            Rejection {
-                status: 429,
-                error_type: "rate_limit_error",
-                message,
-                scope: Some(s.key.clone()),
-                reason,
-                retry_after_s: Some(retry),
-                headers,
-            }
-        };
         match d {
             Denial::Budget {
                 scope,
@@ -126,43 +93,20 @@ impl Rejection {
                 max_units,
             } => {
                 let s = &scopes[scope];
-                let (current_cost, max_budget) =
-                    (units_to_usd(current_units), units_to_usd(max_units));
-                // The settled spend, and what requests in flight hold on top of it: a budget
-                // can refuse before its spend reaches the cap (see the module docs).
-                let cost_text = if reserved_units > 0 {
-                    format!(
-                        "{} (+ {} reserved by requests in flight)",
-                        units_to_usd(current_units - reserved_units),
-                        units_to_usd(reserved_units)
-                    )
-                } else {
-                    current_cost.to_string()
-                };
                 let status = if s.key.kind == ScopeKind::ModelPerKey {
                     model_budget_status
                 } else {
                     budget_status
                 };
-                Rejection {
-                    status,
-                    error_type: "budget_exceeded",
-                    message: budget_message(s, &cost_text, max_budget),
-                    scope: Some(s.key.clone()),
-                    reason: RejectReason::Budget {
-                        current_cost,
-                        max_budget,
-                    },
-                    retry_after_s: None,
-                    headers: Vec::new(),
-                }
+                budget_rejection(s, status, current_units, reserved_units, max_units)
             }
             Denial::Requests {
                 scope,
                 limit,
                 window_reset_ms,
-            } => rate(
-                scope,
+            } => rate_rejection(
+                &scopes[scope],
+                now_ms,
                 "requests",
                 limit,
                 RejectReason::Requests { limit },
@@ -173,28 +117,15 @@ impl Rejection {
                 limit,
                 used,
                 window_reset_ms,
-            } => rate(
-                scope,
+            } => rate_rejection(
+                &scopes[scope],
+                now_ms,
                 "tokens",
                 limit,
                 RejectReason::Tokens { limit, used },
                 Some(window_reset_ms),
             ),
-            Denial::Parallel { scope, limit } => {
-                let mut r = rate(
-                    scope,
-                    "max_parallel_requests",
-                    limit,
-                    RejectReason::Parallel { limit },
-                    None,
-                );
-                r.message = format!(
-                    "Max parallel request limit reached for {}: {}. Current limit: {limit}.",
-                    scopes[scope].key.kind.descriptor(),
-                    scopes[scope].key.id
-                );
-                r
-            }
+            Denial::Parallel { scope, limit } => parallel_rejection(&scopes[scope], now_ms, limit),
             Denial::DuplicateAttempt => Rejection {
                 status: 409,
                 error_type: "invalid_request_error",
@@ -206,6 +137,107 @@ impl Rejection {
             },
         }
     }
+}
+
+/// A budget refusal of scope `s` with HTTP `status`: `current_units` is the spend plus what
+/// requests in flight hold (`reserved_units` of it), `max_units` the cap, all money units
+/// (see [`super::money`]). Message: [`budget_message`].
+fn budget_rejection(
+    s: &ScopeRequest,
+    status: u16,
+    current_units: i64,
+    reserved_units: i64,
+    max_units: i64,
+) -> Rejection {
+    let (current_cost, max_budget) = (units_to_usd(current_units), units_to_usd(max_units));
+    // The settled spend, and what requests in flight hold on top of it: a budget
+    // can refuse before its spend reaches the cap (see the module docs).
+    let cost_text = if reserved_units > 0 {
+        format!(
+            "{} (+ {} reserved by requests in flight)",
+            units_to_usd(current_units - reserved_units),
+            units_to_usd(reserved_units)
+        )
+    } else {
+        current_cost.to_string()
+    };
+    Rejection {
+        status,
+        error_type: "budget_exceeded",
+        message: budget_message(s, &cost_text, max_budget),
+        scope: Some(s.key.clone()),
+        reason: RejectReason::Budget {
+            current_cost,
+            max_budget,
+        },
+        retry_after_s: None,
+        headers: Vec::new(),
+    }
+}
+
+/// A 429 `rate_limit_error` of scope `s` for limit type `kind` (`requests`, `tokens` or
+/// `max_parallel_requests`), LiteLLM v3 limiter wording (litellm-surface §5.4):
+/// `Rate limit exceeded for <descriptor>: <id>. Limit type: <kind>. Current limit: <limit>,
+/// Remaining: 0.`, then ` Limit resets at: <UTC time>` when the window ends at `reset_ms`
+/// (Unix ms). `retry-after` is the seconds from `now_ms` to `reset_ms`, rounded up, at least
+/// 1 (1 without a reset time); the `x-ratelimit-*` headers are added except for
+/// `max_parallel_requests`.
+fn rate_rejection(
+    s: &ScopeRequest,
+    now_ms: i64,
+    kind: &str,
+    limit: u64,
+    reason: RejectReason,
+    reset_ms: Option<i64>,
+) -> Rejection {
+    let retry = reset_ms
+        .map(|r| ((r - now_ms).max(0) as u64).div_ceil(1000).max(1))
+        .unwrap_or(1);
+    let d = s.key.kind.descriptor();
+    let mut message = format!(
+        "Rate limit exceeded for {d}: {}. Limit type: {kind}. Current limit: {limit}, Remaining: 0.",
+        s.key.id
+    );
+    if let Some(r) = reset_ms {
+        message.push_str(&format!(" Limit resets at: {}", reset_text(r)));
+    }
+    let mut headers = vec![("retry-after".to_owned(), retry.to_string())];
+    if kind != "max_parallel_requests" {
+        headers.push((format!("x-ratelimit-{d}-limit-{kind}"), limit.to_string()));
+        headers.push((format!("x-ratelimit-{d}-remaining-{kind}"), "0".to_owned()));
+        headers.push((format!("x-ratelimit-limit-{kind}"), limit.to_string()));
+        headers.push((format!("x-ratelimit-remaining-{kind}"), "0".to_owned()));
+    }
+    headers.push(("rate_limit_type".to_owned(), kind.to_owned()));
+    Rejection {
+        status: 429,
+        error_type: "rate_limit_error",
+        message,
+        scope: Some(s.key.clone()),
+        reason,
+        retry_after_s: Some(retry),
+        headers,
+    }
+}
+
+/// `max_parallel_requests` reached on scope `s`: a [`rate_rejection`] (`retry-after: 1`) with
+/// LiteLLM's parallel-limit message `Max parallel request limit reached for <descriptor>:
+/// <id>. Current limit: <limit>.`
+fn parallel_rejection(s: &ScopeRequest, now_ms: i64, limit: u64) -> Rejection {
+    let mut r = rate_rejection(
+        s,
+        now_ms,
+        "max_parallel_requests",
+        limit,
+        RejectReason::Parallel { limit },
+        None,
+    );
+    r.message = format!(
+        "Max parallel request limit reached for {}: {}. Current limit: {limit}.",
+        s.key.kind.descriptor(),
+        s.key.id
+    );
+    r
 }
 
 /// LiteLLM's over-budget message for scope `s` (litellm-surface §5.2):

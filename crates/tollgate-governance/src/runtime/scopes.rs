@@ -130,70 +130,104 @@ pub(super) fn build_noting(
 ) -> Result<Vec<ScopeRequest>, BlockedEndUser> {
     let mut out = Vec::with_capacity(6);
     if let Some(p) = principal {
-        let k = &p.key;
-        out.push(
-            ScopeRequest::new(
-                ScopeKey::key(&k.token),
-                tier_limits(k.limits(), p.key_tier.as_deref()),
-            )
-            .with_display(p.display()),
-        );
-        for m in k.model_scopes(&facts.model_names()).into_iter().flatten() {
-            // LiteLLM names the key by its alias here ("key_alias: None" without one)
-            let alias = k.key_alias.as_deref().filter(|a| !a.is_empty());
-            out.push(
-                ScopeRequest::new(ScopeKey::model_per_key(&k.token, m.name), m.limits)
-                    .with_display(alias.unwrap_or("None")),
-            );
-        }
-        if let Some(t) = &p.team {
-            out.push(
-                ScopeRequest::new(
-                    ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
-                    t.limits(),
-                )
-                .with_display(t.team_alias.clone().unwrap_or_else(|| t.team_id.clone())),
-            );
-            if let Some(m) = &p.membership {
-                let l = p
-                    .member_tier
-                    .as_ref()
-                    .map(|b| b.limits())
-                    .unwrap_or_default();
-                out.push(
-                    ScopeRequest::new(ScopeKey::team_member(&m.team_id, &m.user_id), l)
-                        .with_display(format!("{} in Team={}", m.user_id, m.team_id)),
-                );
-            }
-        }
-        if let Some(u) = &p.user {
-            out.push(ScopeRequest::new(
-                ScopeKey::new(ScopeKind::User, u.user_id.as_str()),
-                u.limits(),
-            ));
-        }
-        if let Some(o) = &p.organization {
-            let l = p
-                .organization_tier
-                .as_ref()
-                .map(|b| b.limits())
-                .unwrap_or_default();
-            out.push(ScopeRequest::new(
-                ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str()),
-                l,
-            ));
-        }
+        push_key_scopes(&mut out, p, &facts);
+        push_team_scopes(&mut out, p);
+        push_owner_scopes(&mut out, p);
     }
     if let Some(id) = facts.end_user.filter(|s| !s.is_empty()) {
-        let row = e.end_users.get(id);
-        *unseen = row.is_none();
-        if row.is_some_and(|r| r.blocked) {
-            return Err(BlockedEndUser(id.to_owned()));
-        }
-        let l = end_user_limits(e, row.map(|r| r.as_ref()), end_user);
-        out.push(ScopeRequest::new(ScopeKey::new(ScopeKind::EndUser, id), l));
+        out.push(end_user_scope(e, id, end_user, unseen)?);
     }
-    for tag in facts.tags {
+    push_tag_scopes(&mut out, e, facts.tags);
+    out.push(ScopeRequest::new(ScopeKey::global(), global.clone()));
+    Ok(out)
+}
+
+/// The virtual key's scope (its limits tightened by its budget tier) and its per-model budget
+/// scopes for the model names of this attempt.
+fn push_key_scopes(out: &mut Vec<ScopeRequest>, p: &Principal, facts: &RequestFacts<'_>) {
+    let k = &p.key;
+    out.push(
+        ScopeRequest::new(
+            ScopeKey::key(&k.token),
+            tier_limits(k.limits(), p.key_tier.as_deref()),
+        )
+        .with_display(p.display()),
+    );
+    for m in k.model_scopes(&facts.model_names()).into_iter().flatten() {
+        // LiteLLM names the key by its alias here ("key_alias: None" without one)
+        let alias = k.key_alias.as_deref().filter(|a| !a.is_empty());
+        out.push(
+            ScopeRequest::new(ScopeKey::model_per_key(&k.token, m.name), m.limits)
+                .with_display(alias.unwrap_or("None")),
+        );
+    }
+}
+
+/// The key's team scope and, with a membership, the team member scope (membership tier).
+fn push_team_scopes(out: &mut Vec<ScopeRequest>, p: &Principal) {
+    let Some(t) = &p.team else { return };
+    out.push(
+        ScopeRequest::new(
+            ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
+            t.limits(),
+        )
+        .with_display(t.team_alias.clone().unwrap_or_else(|| t.team_id.clone())),
+    );
+    if let Some(m) = &p.membership {
+        let l = p
+            .member_tier
+            .as_ref()
+            .map(|b| b.limits())
+            .unwrap_or_default();
+        out.push(
+            ScopeRequest::new(ScopeKey::team_member(&m.team_id, &m.user_id), l)
+                .with_display(format!("{} in Team={}", m.user_id, m.team_id)),
+        );
+    }
+}
+
+/// The key's internal user scope and its organization scope (the organization's tier).
+fn push_owner_scopes(out: &mut Vec<ScopeRequest>, p: &Principal) {
+    if let Some(u) = &p.user {
+        out.push(ScopeRequest::new(
+            ScopeKey::new(ScopeKind::User, u.user_id.as_str()),
+            u.limits(),
+        ));
+    }
+    if let Some(o) = &p.organization {
+        let l = p
+            .organization_tier
+            .as_ref()
+            .map(|b| b.limits())
+            .unwrap_or_default();
+        out.push(ScopeRequest::new(
+            ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str()),
+            l,
+        ));
+    }
+}
+
+/// The end user `id`'s scope; sets `unseen` when it has no row yet.
+///
+/// Errors: [`BlockedEndUser`] when its row is blocked.
+fn end_user_scope(
+    e: &Entities,
+    id: &str,
+    default: &EndUserDefault,
+    unseen: &mut bool,
+) -> Result<ScopeRequest, BlockedEndUser> {
+    let row = e.end_users.get(id);
+    *unseen = row.is_none();
+    if row.is_some_and(|r| r.blocked) {
+        return Err(BlockedEndUser(id.to_owned()));
+    }
+    let l = end_user_limits(e, row.map(|r| r.as_ref()), default);
+    Ok(ScopeRequest::new(ScopeKey::new(ScopeKind::EndUser, id), l))
+}
+
+/// One scope per request tag, limited by the tag's budget tier (no limits without one).
+fn push_tag_scopes(out: &mut Vec<ScopeRequest>, e: &Entities, tags: &[String]) {
+    for tag in tags {
         let l = e
             .tags
             .get(tag)
@@ -205,8 +239,6 @@ pub(super) fn build_noting(
             l,
         ));
     }
-    out.push(ScopeRequest::new(ScopeKey::global(), global.clone()));
-    Ok(out)
 }
 
 /// True when any scope has a finite budget or a TPM limit, i.e. when the prompt's token count
