@@ -59,6 +59,9 @@ pub const GENERAL_SETTINGS_IMPLEMENTED: &[&str] = &[
     "max_response_size_mb",
     "litellm_key_header_name",
     "database_url",
+    // the Postgres pool: tollgate-governance `store/pg_connect.rs`
+    "database_connection_pool_limit",
+    "database_connection_timeout",
     "disable_spend_logs",
     "store_model_in_db",
 ];

@@ -107,6 +107,15 @@ pub struct GeneralSettings {
     /// Postgres URL (wins over env `DATABASE_URL`).
     #[serde(default)]
     pub database_url: Option<Secret>,
+    /// Most Postgres connections the gateway opens (LiteLLM: per worker process, default 10;
+    /// Tollgate: per process, its serving threads share one pool). Wins over the URL's
+    /// `connection_limit`; must be > 0.
+    #[serde(default, deserialize_with = "lenient::opt_u32")]
+    pub database_connection_pool_limit: Option<u32>,
+    /// Longest wait for a free Postgres connection from the pool, seconds (LiteLLM default 60;
+    /// Prisma's `pool_timeout`). Wins over the URL's `pool_timeout`; must be >= 0.
+    #[serde(default, deserialize_with = "lenient::opt_f64")]
+    pub database_connection_timeout: Option<f64>,
     /// Custom header carrying the virtual key, instead of `Authorization`.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub litellm_key_header_name: Option<String>,

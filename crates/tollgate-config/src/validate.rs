@@ -308,6 +308,20 @@ pub(crate) fn validate(cfg: &Config, ctx: &Ctx) -> Result<Vec<String>, ConfigErr
         false,
         "seconds",
     )?;
+    positive(
+        ctx,
+        gs.key("database_connection_pool_limit"),
+        g.database_connection_pool_limit.map(f64::from),
+        false,
+        "connections",
+    )?;
+    positive(
+        ctx,
+        gs.key("database_connection_timeout"),
+        g.database_connection_timeout,
+        true,
+        "seconds",
+    )?;
 
     // Fallbacks to groups that do not exist load (LiteLLM does not check) but never work.
     let groups = cfg.model_groups();
@@ -448,5 +462,47 @@ mod typo_tests {
             "{}",
             typos[1]
         );
+    }
+
+    /// LiteLLM's pool keys are read (strings too, as LiteLLM's YAML allows), not warned about
+    /// as unimplemented; a pool of 0 connections or a negative timeout is an error at its line.
+    #[test]
+    fn database_pool_settings_are_read_and_checked() {
+        let loaded = crate::load_str(
+            "general_settings:\n  database_connection_pool_limit: \"20\"\n  database_connection_timeout: 2.5\n",
+            "c.yaml",
+            &|_| None,
+        )
+        .unwrap();
+        let g = &loaded.config.general_settings;
+        assert_eq!(g.database_connection_pool_limit, Some(20));
+        assert_eq!(g.database_connection_timeout, Some(2.5));
+        assert!(
+            !loaded
+                .warnings
+                .iter()
+                .any(|w| w.contains("database_connection")),
+            "{:?}",
+            loaded.warnings
+        );
+        let err = crate::load_str(
+            "general_settings:\n  database_connection_pool_limit: 0\n",
+            "c.yaml",
+            &|_| None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("c.yaml:2:") && err.contains("must be > 0 connections, got 0"),
+            "{err}"
+        );
+        let err = crate::load_str(
+            "general_settings:\n  database_connection_timeout: -1\n",
+            "c.yaml",
+            &|_| None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("must be >= 0 seconds, got -1"), "{err}");
     }
 }

@@ -133,6 +133,9 @@ pub fn report(
             let (choice, source) = StoreChoice::from_config_with_source(config, path, env)
                 .map_err(|e| format!("general_settings.{e}"))?;
             let _ = writeln!(s, "Store: {} ({source})", choice.masked());
+            if let StoreChoice::Postgres(url) = &choice {
+                let _ = writeln!(s, "  {}", crate::gate::storage::pool_in_effect(config, url));
+            }
             Some(choice)
         }
     };

@@ -59,9 +59,22 @@ pub trait SqlDialect: Send + Sync + 'static {
     const TEXT_PARAM: &'static str;
     /// What makes `SUM("spend")` a float (`::float8` on Postgres, nothing on SQLite).
     const FLOAT_SUM_CAST: &'static str;
+    /// The statement that takes the lock serialising migrations of one database across
+    /// processes (Postgres: a transaction-scoped advisory lock); with one, a migration runs in
+    /// one transaction that starts with it. `None` (SQLite: one file, one writer at a time):
+    /// the migration's statements run one by one.
+    const MIGRATION_LOCK: Option<&'static str> = None;
 
     /// The connection pool.
     fn pool(&self) -> &Pool<Self::DB>;
+    /// True behind a transaction-pooling proxy (PgBouncer's `pool_mode = transaction`; see
+    /// [`super::PostgresStore::connect_pooled`]): no statement is prepared under a name (a
+    /// named statement lives on one server connection, which the next transaction may not
+    /// get), and a statement outside a transaction still runs in one, so every message of it
+    /// reaches the same server connection. Default false.
+    fn transaction_pooling(&self) -> bool {
+        false
+    }
     /// `sql` (`?` placeholders) as the database wants it.
     fn sql(sql: Cow<'static, str>) -> Cow<'static, str>;
     /// Binds a JSON value (`Value::Null`: unset).
@@ -111,15 +124,16 @@ pub trait SqlBackend: SqlDialect {
     ) -> impl Future<Output = Result<Vec<T>, StoreError>> + Send;
 }
 
-/// `s` as a query of `D`: SQL in `D`'s form, values bound.
-fn query<D: SqlDialect>(s: Stmt) -> Query<D::DB>
+/// `s` as a query of `D`: SQL in `D`'s form, values bound; prepared under a name (and cached)
+/// only when `s.cached` and not `unnamed`.
+fn query<D: SqlDialect>(s: Stmt, unnamed: bool) -> Query<D::DB>
 where
     for<'t> Option<String>: Encode<'t, D::DB> + Type<D::DB>,
     for<'t> Option<f64>: Encode<'t, D::DB> + Type<D::DB>,
     for<'t> Option<i64>: Encode<'t, D::DB> + Type<D::DB>,
     for<'t> Option<bool>: Encode<'t, D::DB> + Type<D::DB>,
 {
-    let mut q = sqlx::query(sqlx::AssertSqlSafe(D::sql(s.sql))).persistent(s.cached);
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(D::sql(s.sql))).persistent(s.cached && !unnamed);
     for v in s.vals {
         q = match v {
             Val::Text(s) => q.bind(s),
@@ -156,9 +170,15 @@ where
     }
 
     async fn run(&self, tx: Option<&mut Self::Tx>, s: Stmt) -> Result<u64, StoreError> {
-        let q = query::<D>(s);
+        let q = query::<D>(s, self.transaction_pooling());
         let done = match tx {
             Some(tx) => q.execute(&mut **tx).await?,
+            None if self.transaction_pooling() => {
+                let mut tx = self.pool().begin().await?;
+                let done = q.execute(&mut *tx).await?;
+                tx.commit().await?;
+                done
+            }
             None => q.execute(self.pool()).await?,
         };
         Ok(D::affected(&done))
@@ -170,9 +190,15 @@ where
         s: Stmt,
         read: fn(&dyn GetCol) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
-        let q = query::<D>(s);
+        let q = query::<D>(s, self.transaction_pooling());
         let rows = match tx {
             Some(tx) => q.fetch_all(&mut **tx).await?,
+            None if self.transaction_pooling() => {
+                let mut tx = self.pool().begin().await?;
+                let rows = q.fetch_all(&mut *tx).await?;
+                tx.commit().await?;
+                rows
+            }
             None => q.fetch_all(self.pool()).await?,
         };
         rows.iter().map(|r| read(&RowGet::<D>(r))).collect()

@@ -17,6 +17,7 @@ mod keys;
 pub mod model_budget;
 mod model_window;
 pub mod models;
+mod pg_connect;
 mod postgres;
 pub mod probe;
 pub mod schema;
@@ -39,7 +40,10 @@ pub use model_budget::{
 };
 pub use model_window::{MODEL_BUDGET_WINDOW, ModelBudgetWindow};
 pub use models::ProxyModel;
-pub use postgres::PostgresStore;
+pub use pg_connect::{
+    DEFAULT_POOL_LIMIT, DEFAULT_POOL_TIMEOUT_SECS, PgPoolPlan, PgPoolSettings, PgUrl,
+};
+pub use postgres::{MIGRATION_LOCK_KEY, PostgresStore};
 pub use secret_box::{SecretBox, SecretBoxError};
 pub use spend_ids::attempt_id;
 pub use sqlite::SqliteStore;
@@ -247,6 +251,10 @@ pub(crate) fn spend_target(scope: &ScopeKey) -> Option<SpendTarget> {
 
 #[cfg(test)]
 mod model_spend_tests;
+#[cfg(test)]
+mod pg_bouncer_tests;
+#[cfg(test)]
+mod pg_fleet_tests;
 #[cfg(test)]
 mod pg_tests;
 #[cfg(test)]

@@ -19,8 +19,8 @@ async fn pg_store(name: &str) -> Option<(PostgresStore, String, String)> {
     Some((s, url, schema))
 }
 
-/// A store on a fresh, empty schema (not migrated).
-async fn pg_empty_store(name: &str) -> Option<(PostgresStore, String, String)> {
+/// A store on a fresh, empty schema (not migrated): `(store, server URL, schema)`.
+pub(super) async fn pg_empty_store(name: &str) -> Option<(PostgresStore, String, String)> {
     let url =
         crate::test_support::postgres_url(&format!("tollgate-governance store postgres {name}"))?;
     let schema = format!("tollgate_gov_{name}_{}", std::process::id());
@@ -36,14 +36,19 @@ async fn pg_empty_store(name: &str) -> Option<(PostgresStore, String, String)> {
         .await
         .unwrap();
     admin.pool().close().await;
-    let opts: PgConnectOptions = url.parse().unwrap();
-    let s = PostgresStore::connect_with(opts.options([("search_path", schema.as_str())]))
-        .await
-        .unwrap();
+    let s = schema_store(&url, &schema).await;
     Some((s, url, schema))
 }
 
-async fn drop_schema(url: &str, schema: &str) {
+/// Another store on `schema` (as a second replica would be).
+pub(super) async fn schema_store(url: &str, schema: &str) -> PostgresStore {
+    let opts: PgConnectOptions = url.parse().unwrap();
+    PostgresStore::connect_with(opts.options([("search_path", schema)]))
+        .await
+        .unwrap()
+}
+
+pub(super) async fn drop_schema(url: &str, schema: &str) {
     let admin = PostgresStore::connect(url).await.unwrap();
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"

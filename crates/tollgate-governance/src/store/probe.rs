@@ -16,12 +16,26 @@ use super::StoreError;
 /// Errors: [`StoreError::Db`]: a URL that does not parse, an unreachable server, refused
 /// credentials, a missing database (SQLSTATE `3D000`,
 /// [`super::SQLSTATE_NO_SUCH_DATABASE`]). The caller bounds the wait.
+///
+/// Prisma's URL parameters are read as the store reads them ([`super::PgUrl`]): with
+/// `pgbouncer=true` the probe connects as the store would through PgBouncer (no named prepared
+/// statement, no `extra_float_digits` at startup, the query in a transaction).
 pub async fn probe_postgres(url: &str) -> Result<String, StoreError> {
-    let opts: PgConnectOptions = url.parse()?;
+    let url = super::PgUrl::parse(url);
+    let opts: PgConnectOptions = url.url.parse()?;
+    let opts = if url.pgbouncer {
+        opts.statement_cache_capacity(0)
+            .extra_float_digits(None::<i8>)
+    } else {
+        opts
+    };
     let mut conn = PgConnection::connect_with(&opts).await?;
+    let mut tx = conn.begin().await?;
     let version: String = sqlx::query_scalar("SHOW server_version")
-        .fetch_one(&mut conn)
+        .persistent(!url.pgbouncer)
+        .fetch_one(&mut *tx)
         .await?;
+    tx.rollback().await?;
     let _ = conn.close().await;
     Ok(version)
 }

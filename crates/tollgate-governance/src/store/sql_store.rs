@@ -92,26 +92,44 @@ async fn delete_by<B: SqlBackend>(
     Ok(n)
 }
 
-#[async_trait]
-impl<B: SqlBackend> GovernanceStore for B {
-    async fn migrate(&self) -> Result<(), StoreError> {
-        for t in TABLES {
-            let create = Stmt::new(t.create_sql(B::DIALECT), Vec::new());
-            self.run(None, create).await?;
-            let have = self.rows(None, B::columns_stmt(t.name), name).await?;
-            for (col, _, _) in t.columns {
-                if !have.iter().any(|h| h == col)
-                    && let Some(sql) = t.add_column_sql(B::DIALECT, col)
-                {
-                    self.run(None, Stmt::new(sql, Vec::new())).await?;
-                }
+/// The migration's statements, in `tx` when given: each table created if missing, each
+/// missing column added, then the daily roll-ups' unique indexes (after their tables exist).
+async fn migrate_steps<B: SqlBackend>(b: &B, mut tx: Option<&mut B::Tx>) -> Result<(), StoreError> {
+    for t in TABLES {
+        let create = Stmt::new(t.create_sql(B::DIALECT), Vec::new());
+        b.run(tx.as_deref_mut(), create).await?;
+        let have = b
+            .rows(tx.as_deref_mut(), B::columns_stmt(t.name), name)
+            .await?;
+        for (col, _, _) in t.columns {
+            if !have.iter().any(|h| h == col)
+                && let Some(sql) = t.add_column_sql(B::DIALECT, col)
+            {
+                b.run(tx.as_deref_mut(), Stmt::new(sql, Vec::new())).await?;
             }
         }
-        // the conflict targets of the daily roll-up upserts (after their tables exist)
-        for sql in daily::create_index_sql() {
-            self.run(None, Stmt::new(sql, Vec::new())).await?;
-        }
-        Ok(())
+    }
+    for sql in daily::create_index_sql() {
+        b.run(tx.as_deref_mut(), Stmt::new(sql, Vec::new())).await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl<B: SqlBackend> GovernanceStore for B {
+    /// With a [`SqlDialect::MIGRATION_LOCK`](super::backend::SqlDialect::MIGRATION_LOCK)
+    /// (Postgres), one transaction that takes the lock first: replicas started at once
+    /// migrate one after another, each later one finding the tables the first created, and a
+    /// migration that fails leaves nothing half done. Without one (SQLite), statement by
+    /// statement.
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let Some(lock) = B::MIGRATION_LOCK else {
+            return migrate_steps(self, None).await;
+        };
+        let mut tx = self.begin().await?;
+        self.run(Some(&mut tx), Stmt::new(lock, Vec::new())).await?;
+        migrate_steps(self, Some(&mut tx)).await?;
+        B::commit(tx).await
     }
 
     async fn load(&self) -> Result<Snapshot, StoreError> {

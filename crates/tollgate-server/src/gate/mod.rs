@@ -101,7 +101,7 @@ impl Gate {
             prices.merge(load_price_map(&src).await?);
         }
         let end_user_header = end_user_header(config)?;
-        let store = choice.open().await?;
+        let store = choice.open(&storage::pool_settings(config)).await?;
         let gov = Arc::new(Governance::open(store, prices, options(config)).await?);
         if let Some(id) = &gov.options().end_user_default.budget_id
             && !gov.cache().read().budgets.contains_key(id)

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tollgate_config::Config;
-use tollgate_governance::store::{GovernanceStore, PostgresStore, SqliteStore, StoreError};
+use tollgate_governance::store::{
+    GovernanceStore, PgPoolPlan, PgPoolSettings, PgUrl, PostgresStore, SqliteStore, StoreError,
+};
 
 /// The database chosen from the config and environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,20 +109,104 @@ impl StoreChoice {
         }
     }
 
-    /// Opens the store.
+    /// Opens the store; a Postgres pool follows `pool` ([`pool_settings`]; the URL's
+    /// `connection_limit` / `pool_timeout` / `pgbouncer=true` where the config is silent).
     ///
     /// Errors: the database's.
-    pub async fn open(&self) -> Result<Arc<dyn GovernanceStore>, StoreError> {
+    pub async fn open(
+        &self,
+        pool: &PgPoolSettings,
+    ) -> Result<Arc<dyn GovernanceStore>, StoreError> {
         Ok(match self {
             StoreChoice::Sqlite(p) => Arc::new(SqliteStore::open(&p.to_string_lossy()).await?),
-            StoreChoice::Postgres(url) => Arc::new(PostgresStore::connect(url).await?),
+            StoreChoice::Postgres(url) => Arc::new(PostgresStore::connect_pooled(url, pool).await?),
         })
     }
+}
+
+/// The Postgres pool settings of `config`: `general_settings.database_connection_pool_limit`
+/// (connections) and `database_connection_timeout` (seconds), LiteLLM's keys.
+pub fn pool_settings(config: &Config) -> PgPoolSettings {
+    let g = &config.general_settings;
+    PgPoolSettings {
+        max_connections: g.database_connection_pool_limit,
+        acquire_timeout_secs: g.database_connection_timeout,
+    }
+}
+
+/// The Postgres pool `check-config` reports for `url` under `config`: `Postgres pool: at most
+/// 10 connections (default), waits up to 60 s for one (default), PgBouncer transaction mode:
+/// off`, each value with where it came from (`general_settings.<key>`, the URL's Prisma
+/// parameter, or the default).
+pub fn pool_in_effect(config: &Config, url: &str) -> String {
+    let g = &config.general_settings;
+    let u = PgUrl::parse(url);
+    let plan = PgPoolPlan::new(&pool_settings(config), &u);
+    let from = |cfg: bool, in_url: bool, key: &str, param: &str| {
+        if cfg {
+            format!("general_settings.{key}")
+        } else if in_url {
+            format!("URL {param}")
+        } else {
+            "default".to_owned()
+        }
+    };
+    format!(
+        "Postgres pool: at most {} connections ({}), waits up to {} s for one ({}), PgBouncer transaction mode: {}",
+        plan.max_connections,
+        from(
+            g.database_connection_pool_limit.is_some(),
+            u.connection_limit.is_some(),
+            "database_connection_pool_limit",
+            "connection_limit",
+        ),
+        plan.acquire_timeout.as_secs_f64(),
+        from(
+            g.database_connection_timeout.is_some(),
+            u.pool_timeout_secs.is_some(),
+            "database_connection_timeout",
+            "pool_timeout",
+        ),
+        if plan.pgbouncer {
+            "on (URL pgbouncer=true)"
+        } else {
+            "off"
+        }
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pool_settings_come_from_general_settings() {
+        let mut c = Config::default();
+        assert_eq!(pool_settings(&c), PgPoolSettings::default());
+        c.general_settings.database_connection_pool_limit = Some(25);
+        c.general_settings.database_connection_timeout = Some(5.0);
+        assert_eq!(
+            pool_settings(&c),
+            PgPoolSettings {
+                max_connections: Some(25),
+                acquire_timeout_secs: Some(5.0),
+            }
+        );
+    }
+
+    #[test]
+    fn the_pool_in_effect_names_its_sources() {
+        let mut c = Config::default();
+        assert_eq!(
+            pool_in_effect(&c, "postgres://db/gw"),
+            "Postgres pool: at most 10 connections (default), waits up to 60 s for one (default), PgBouncer transaction mode: off"
+        );
+        c.general_settings.database_connection_pool_limit = Some(4);
+        assert_eq!(
+            pool_in_effect(&c, "postgres://db:6432/gw?pgbouncer=true&pool_timeout=2.5"),
+            "Postgres pool: at most 4 connections (general_settings.database_connection_pool_limit), waits up to 2.5 s for one (URL pool_timeout), PgBouncer transaction mode: on (URL pgbouncer=true)"
+        );
+    }
 
     #[test]
     fn choice_rules() {
