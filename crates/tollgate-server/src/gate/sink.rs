@@ -54,7 +54,7 @@ impl CallSink for GovernedSink {
             end_time: wall(r.ended),
             completion_start: r.first_byte.map(wall),
         };
-        let (s, rate_limits) = self.gov.settle_reporting(charge, outcome)?;
+        let (s, rate_limits) = self.gov.settle_reporting(*charge, outcome)?;
         Some(Settled {
             cost_usd: s.cost_usd,
             key_spend: s.spend_of(ScopeKind::Key),

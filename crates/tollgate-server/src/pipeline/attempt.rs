@@ -52,7 +52,7 @@ pub struct Call<'a> {
     /// When this attempt started.
     pub sent: Instant,
     /// The admitted attempt (governance on), settled when the call ends.
-    pub charge: Option<Charge>,
+    pub charge: Option<Box<Charge>>,
     /// Wall-clock arrival (spend logs).
     pub started_at: chrono::DateTime<chrono::Utc>,
     /// A stream's hold on its deployment (in flight until the stream ends; its completion
@@ -270,7 +270,7 @@ impl Attempted {
 }
 
 /// The attempt's call record as it starts: status 200 until the answer says otherwise.
-fn call_record(call: &Call<'_>, charge: Option<Charge>) -> CallRecord {
+fn call_record(call: &Call<'_>, charge: Option<Box<Charge>>) -> CallRecord {
     CallRecord {
         call_id: call.call_id.to_owned(),
         call_type: call.endpoint.call_type(),

@@ -163,7 +163,7 @@ fn admit(
 
 /// What admission gave an attempt.
 struct Admitted {
-    charge: Option<Charge>,
+    charge: Option<Box<Charge>>,
     started_at: chrono::DateTime<chrono::Utc>,
     sent: Instant,
     stream_slot: Option<StreamSlot>,
@@ -179,7 +179,9 @@ impl Admitted {
     ) -> Self {
         let sent = Instant::now();
         Admitted {
-            charge,
+            // Boxed: the attempt's future and call record move it at every stage, and the
+            // spend-log row inside is the widest part of them.
+            charge: charge.map(Box::new),
             started_at: governed.map_or_else(chrono::Utc::now, |g| g.started_at),
             sent,
             // A stream stays in flight on its deployment until its last event.

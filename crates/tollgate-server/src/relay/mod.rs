@@ -74,7 +74,9 @@ pub struct CallRecord {
     /// off before its usage is counted from its content, [`Self::unreported`]).
     pub events_out: u64,
     /// The admitted attempt to settle (governance on).
-    pub charge: Option<Charge>,
+    /// Boxed: the record moves through every stage of the attempt, and the spend-log row
+    /// inside the charge is most of its size.
+    pub charge: Option<Box<Charge>>,
     /// The response id the client saw (`chatcmpl-…`, `msg_…`, `resp_…`: the upstream's, or a
     /// translated answer's own): the spend-log `request_id`, as LiteLLM keys its rows
     /// (litellm-surface §6.3), so `/spend/logs?request_id=<id in the answer>` finds the row.
