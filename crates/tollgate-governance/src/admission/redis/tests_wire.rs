@@ -1,0 +1,229 @@
+//! What goes on the wire, seen by the server: a private `redis-server` started by the test on a
+//! free loopback port (run when `TOLLGATE_TEST_REDIS_URL` is set, as the other Redis tests;
+//! skipped, saying so, without a `redis-server` binary). `MONITOR` lists every command a client
+//! sent (commands run inside a function are marked `lua` and not counted) and
+//! `INFO commandstats` counts the `FCALL`s. Private, because `FUNCTION FLUSH` would pull the
+//! library from under the other tests running on the shared server, and their commands would
+//! show in `MONITOR`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use super::tests::{open, redis_url, req, test_options};
+use crate::admission::{Actual, AsyncCounterStore, Limits, ScopeKey, ScopeKind, ScopeRequest};
+
+/// A `redis-server` child on a loopback port, killed when dropped.
+struct PrivateRedis {
+    child: Child,
+    url: String,
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn private_redis() -> Option<PrivateRedis> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let spawned = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "SKIPPED {}: no redis-server to start ({e})",
+                crate::test_support::test_name("private redis")
+            );
+            return None;
+        }
+    };
+    let server = PrivateRedis {
+        child,
+        url: format!("redis://127.0.0.1:{port}"),
+    };
+    for _ in 0..100 {
+        if let Ok(c) = redis::Client::open(server.url.as_str())
+            && let Ok(mut con) = c.get_connection()
+            && redis::cmd("PING").query::<String>(&mut con).is_ok()
+        {
+            return Some(server);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("redis-server on port {port} did not answer PING");
+}
+
+/// `calls` of every command in `INFO commandstats` (`fcall`, `function|load`, `hmget`...).
+fn commandstats(con: &mut redis::Connection) -> BTreeMap<String, u64> {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
+    info.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest.split(',').find_map(|kv| kv.strip_prefix("calls="))?;
+            Some((name.to_string(), calls.parse().ok()?))
+        })
+        .collect()
+}
+
+/// `FCALL`s counted by the server between two snapshots (those a function makes itself are
+/// counted under their own names).
+fn fcalls(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
+    after.get("fcall").copied().unwrap_or(0) - before.get("fcall").copied().unwrap_or(0)
+}
+
+/// A `MONITOR` connection: what clients sent, in order.
+struct Monitor {
+    lines: BufReader<TcpStream>,
+}
+
+impl Monitor {
+    fn start(port: u16) -> Self {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"MONITOR\r\n").unwrap();
+        let mut lines = BufReader::new(s);
+        let mut ok = String::new();
+        lines.read_line(&mut ok).unwrap();
+        assert_eq!(ok.trim(), "+OK");
+        Self { lines }
+    }
+
+    /// The names of the commands clients sent since the last call (not those run by a
+    /// function, and not the admin connection's `INFO`), up to a marker `admin` echoes.
+    fn client_commands(&mut self, admin: &mut redis::Connection) -> Vec<String> {
+        let marker = format!("marker-{:016x}", rand::random::<u64>());
+        let _: String = redis::cmd("ECHO").arg(&marker).query(admin).unwrap();
+        let mut out = Vec::new();
+        loop {
+            let mut line = String::new();
+            self.lines.read_line(&mut line).unwrap();
+            if line.contains(&marker) {
+                return out;
+            }
+            // +1733100000.123456 [0 127.0.0.1:41234] "FCALL" "tollgate_v1_reserve" ...
+            let Some((source, command)) = line.split_once("] ") else {
+                continue;
+            };
+            let name = command.split('"').nth(1).unwrap_or_default().to_uppercase();
+            if !source.ends_with(" lua") && name != "INFO" {
+                out.push(name);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_reservation_is_one_command_on_the_wire_and_a_flushed_library_comes_back() {
+    if redis_url("round_trips").is_none() {
+        return;
+    }
+    let Some(server) = private_redis().await else {
+        return;
+    };
+    let (store, _c) = open(&server.url, test_options()).await;
+    let mut admin = redis::Client::open(server.url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    // a request with key, team and end-user budgets, key and team RPM/TPM, a global limit
+    let limits = Limits {
+        max_budget: Some(10.0),
+        rpm_limit: Some(100),
+        tpm_limit: Some(100_000),
+        ..Limits::default()
+    };
+    let scopes = [
+        ScopeRequest::new(ScopeKey::key("h"), limits.clone()),
+        ScopeRequest::new(ScopeKey::new(ScopeKind::Team, "t"), limits),
+        ScopeRequest::new(
+            ScopeKey::new(ScopeKind::EndUser, "e"),
+            Limits {
+                max_budget: Some(1.0),
+                ..Limits::default()
+            },
+        ),
+        ScopeRequest::new(
+            ScopeKey::global(),
+            Limits {
+                max_parallel_requests: Some(100),
+                ..Limits::default()
+            },
+        ),
+    ];
+    let port: u16 = server.url.rsplit(':').next().unwrap().parse().unwrap();
+    let mut monitor = Monitor::start(port);
+    monitor.client_commands(&mut admin);
+    let before = commandstats(&mut admin);
+    let (ticket, status) = store
+        .reserve(&req("a", &scopes, 0.01))
+        .await
+        .unwrap()
+        .unwrap();
+    let after = commandstats(&mut admin);
+    assert_eq!(status.len(), 2);
+    assert_eq!(
+        monitor.client_commands(&mut admin),
+        ["FCALL"],
+        "reserve: one command"
+    );
+    assert_eq!(fcalls(&before, &after), 1);
+
+    let actual = Actual {
+        cost_units: 1,
+        tokens: 1,
+    };
+    store.settle(&ticket, actual).await.unwrap().unwrap();
+    assert_eq!(
+        monitor.client_commands(&mut admin),
+        ["FCALL"],
+        "settle: one command"
+    );
+    store.spend(&scopes[0].key).await.unwrap().unwrap();
+    assert_eq!(
+        monitor.client_commands(&mut admin),
+        ["HMGET"],
+        "spend: one command"
+    );
+
+    // the library is gone: the next call loads it again and succeeds
+    let _: String = redis::cmd("FUNCTION")
+        .arg("FLUSH")
+        .query(&mut admin)
+        .unwrap();
+    monitor.client_commands(&mut admin);
+    let (ticket, _) = store
+        .reserve(&req("b", &scopes, 0.01))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        monitor.client_commands(&mut admin),
+        ["FCALL", "FUNCTION", "FCALL"],
+        "the refused call, the load and the retry"
+    );
+    assert!(store.release(&ticket).await.unwrap());
+    let libs: redis::Value = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .arg("LIBRARYNAME")
+        .arg(super::LIBRARY_NAME)
+        .query(&mut admin)
+        .unwrap();
+    assert!(
+        format!("{libs:?}").contains(super::LIBRARY_NAME),
+        "{libs:?}"
+    );
+}
