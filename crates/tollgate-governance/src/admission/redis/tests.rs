@@ -100,7 +100,7 @@ pub(super) async fn admit(
     s.reserve(r).await.unwrap().map(|(t, _)| t)
 }
 
-async fn all_or_nothing(s: &dyn AsyncCounterStore) {
+pub(super) async fn all_or_nothing(s: &dyn AsyncCounterStore) {
     let budget = |b| Limits {
         max_budget: Some(b),
         ..Limits::default()
@@ -371,7 +371,7 @@ async fn parallel_slots_are_freed_by_settle_and_release() {
     parallel(&s).await;
 }
 
-async fn exactly_once(s: &dyn AsyncCounterStore) {
+pub(super) async fn exactly_once(s: &dyn AsyncCounterStore) {
     let scopes = [
         scope(ScopeKind::Key, "k", Limits::default()),
         scope(ScopeKind::Key, "k", Limits::default()),

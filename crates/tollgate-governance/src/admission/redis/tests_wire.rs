@@ -16,9 +16,10 @@ use super::tests::{open, redis_url, req, test_options};
 use crate::admission::{Actual, AsyncCounterStore, Limits, ScopeKey, ScopeKind, ScopeRequest};
 
 /// A `redis-server` child on a loopback port, killed when dropped.
-struct PrivateRedis {
+pub(super) struct PrivateRedis {
     child: Child,
-    url: String,
+    /// `redis://127.0.0.1:<port>`
+    pub(super) url: String,
 }
 
 impl Drop for PrivateRedis {
@@ -28,29 +29,25 @@ impl Drop for PrivateRedis {
     }
 }
 
-async fn private_redis() -> Option<PrivateRedis> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    let spawned = Command::new("redis-server")
+/// Reports a test skipped for want of a `redis-server` binary.
+pub(super) fn skip_without_binary(what: &str, e: &std::io::Error) {
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "SKIPPED {}: no redis-server to start ({e})",
+        crate::test_support::test_name(what)
+    );
+}
+
+/// A `redis-server` on `port` with `extra` arguments, once it answers `PING`; `Err` when there
+/// is no binary to start.
+pub(super) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedis, std::io::Error> {
+    let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn();
-    let child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = writeln!(
-                std::io::stderr().lock(),
-                "SKIPPED {}: no redis-server to start ({e})",
-                crate::test_support::test_name("private redis")
-            );
-            return None;
-        }
-    };
+        .spawn()?;
     let server = PrivateRedis {
         child,
         url: format!("redis://127.0.0.1:{port}"),
@@ -60,11 +57,26 @@ async fn private_redis() -> Option<PrivateRedis> {
             && let Ok(mut con) = c.get_connection()
             && redis::cmd("PING").query::<String>(&mut con).is_ok()
         {
-            return Some(server);
+            return Ok(server);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("redis-server on port {port} did not answer PING");
+}
+
+async fn private_redis() -> Option<PrivateRedis> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    match start_redis(port, &[]).await {
+        Ok(s) => Some(s),
+        Err(e) => {
+            skip_without_binary("private redis", &e);
+            None
+        }
+    }
 }
 
 /// `calls` of every command in `INFO commandstats` (`fcall`, `function|load`, `hmget`...).
