@@ -30,7 +30,7 @@ use crate::duration::{BudgetDuration, Clock, SystemClock};
 #[derive(Debug, thiserror::Error)]
 pub enum CounterStoreError {
     /// The store could not be reached or did not answer in time; nothing can be assumed about
-    /// whether a write took effect (a reservation that did is released by its ticket's expiry).
+    /// whether a write took effect (a reservation that did is released when its lease ends).
     #[error("counter store unavailable: {0}")]
     Unavailable(String),
     /// The store answered something this client does not understand (a different library

@@ -239,3 +239,53 @@ async fn one_reservation_is_one_command_on_the_wire_and_a_flushed_library_comes_
         "{libs:?}"
     );
 }
+
+/// A Redis that stops answering costs a caller the response timeout, not its patience; the
+/// call that timed out may still take effect once Redis resumes (so a reservation is never
+/// assumed absent: its lease releases it).
+#[tokio::test]
+async fn a_stalled_redis_fails_the_call_within_the_response_timeout() {
+    if redis_url("stalled_redis").is_none() {
+        return;
+    }
+    let Some(server) = private_redis().await else {
+        return;
+    };
+    let opts = super::RedisStoreOptions {
+        response_timeout: Duration::from_millis(200),
+        ..test_options()
+    };
+    let (store, _c) = open(&server.url, opts).await;
+    let scopes = [ScopeRequest::new(ScopeKey::key("h"), Limits::default())];
+    let mut admin = redis::Client::open(server.url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: String = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(1000)
+        .arg("ALL")
+        .query(&mut admin)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let err = store.reserve(&req("a", &scopes, 0.1)).await.unwrap_err();
+    let waited = started.elapsed();
+    assert!(
+        matches!(err, crate::admission::CounterStoreError::Unavailable(_)),
+        "{err:?}"
+    );
+    assert!(
+        waited >= Duration::from_millis(150) && waited < Duration::from_millis(900),
+        "failed after {waited:?}"
+    );
+    // once Redis resumes, the store works again, and the timed-out reservation did happen
+    tokio::time::sleep(Duration::from_millis(1100).saturating_sub(started.elapsed())).await;
+    let spend = store.spend(&scopes[0].key).await.unwrap().unwrap();
+    assert_eq!(spend.in_flight, 1);
+    let (ticket, _) = store
+        .reserve(&req("b", &scopes, 0.1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store.release(&ticket).await.unwrap());
+}
