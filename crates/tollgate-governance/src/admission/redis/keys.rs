@@ -31,9 +31,13 @@ pub(crate) struct KeySpace {
 }
 
 impl KeySpace {
-    /// Keys under `prefix`. Braces in the prefix would break the hash tag and are dropped.
+    /// Keys under `prefix`. Braces in the prefix would break the hash tag and are dropped; an
+    /// empty prefix is `tollgate` (an empty tag `{}` would hash each whole key to its own slot).
     pub(crate) fn new(prefix: &str) -> Self {
-        let clean: String = prefix.chars().filter(|c| *c != '{' && *c != '}').collect();
+        let mut clean: String = prefix.chars().filter(|c| *c != '{' && *c != '}').collect();
+        if clean.is_empty() {
+            clean = "tollgate".to_string();
+        }
         Self {
             head: format!("{{{clean}}}:"),
         }
@@ -101,5 +105,6 @@ mod tests {
         assert_eq!(ks.parse_scope("{other}:s:api_key:h"), None);
         assert_eq!(ks.parse_scope("{tollgate}:s:nope:h"), None);
         assert_eq!(KeySpace::new("a{b}").dirty(), "{ab}:dirty");
+        assert_eq!(KeySpace::new("{}").dirty(), "{tollgate}:dirty");
     }
 }

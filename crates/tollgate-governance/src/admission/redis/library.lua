@@ -132,7 +132,7 @@ end
 -- Releases up to 8 reservations whose lease has ended; a ticket still there becomes a tombstone
 -- that lasts one more lease.
 local function sweep(leases, now, lease)
-  local due = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, 8)
+  local due = redis.call('ZRANGEBYSCORE', leases, '-inf', int(now), 'LIMIT', 0, 8)
   for _, record in ipairs(due) do
     redis.call('ZREM', leases, record)
     local r = cjson.decode(record)

@@ -24,10 +24,11 @@ use crate::duration::BudgetDuration;
 /// How a [`RedisCounterStore`] names its keys and bounds its calls.
 #[derive(Debug, Clone)]
 pub struct RedisStoreOptions {
-    /// Every key is `{<key_prefix>}:...`: the prefix is the hash tag (default `tollgate`).
+    /// Every key is `{<key_prefix>}:...`: the prefix is the hash tag (default, and when empty,
+    /// `tollgate`; braces are dropped from it).
     /// Gateways that must not share counters on one Redis use different prefixes.
     pub key_prefix: String,
-    /// RPM/TPM window, ms (LiteLLM: 60 000).
+    /// RPM/TPM window, ms (LiteLLM: 60 000; at least 1).
     pub rate_window_ms: i64,
     /// How long a reservation may stay in flight before the next reservation of any replica
     /// releases it (its replica died, or lost its connection, before settling). Default 2 h,
@@ -129,7 +130,10 @@ impl RedisCounterStore {
         Self::start(Conn::Cluster(conn), opts).await
     }
 
-    async fn start(conn: Conn, opts: RedisStoreOptions) -> Result<Self, CounterStoreError> {
+    async fn start(conn: Conn, mut opts: RedisStoreOptions) -> Result<Self, CounterStoreError> {
+        // a window or lease of 0 would restart at every call, never limiting anything
+        opts.rate_window_ms = opts.rate_window_ms.max(1);
+        opts.lease = opts.lease.max(Duration::from_millis(1));
         let store = Self {
             conn,
             keys: Arc::new(KeySpace::new(&opts.key_prefix)),
