@@ -44,7 +44,9 @@
 //! # Connections
 //!
 //! redis-rs (`redis` crate): a `ConnectionManager` (one multiplexed connection that reconnects
-//! by itself) or a cluster connection (one multiplexed connection per node). Concurrent calls
+//! by itself), a cluster connection (one multiplexed connection per node), or a primary found
+//! through Sentinel and looked up again after a failover
+//! ([`RedisCounterStore::connect_sentinel`]). Concurrent calls
 //! from all of a replica's tasks are pipelined on that connection without waiting for each
 //! other, which is what a pool would buy, without a pool. redis-rs rather than fred: its
 //! cluster routing already knows `FCALL` (routed by its first key; `FUNCTION LOAD` sent to every
@@ -69,6 +71,7 @@
 mod keys;
 mod library;
 mod reply;
+mod sentinel;
 mod store;
 
 #[cfg(test)]
@@ -78,7 +81,10 @@ mod tests_cluster;
 #[cfg(test)]
 mod tests_fleet;
 #[cfg(test)]
+mod tests_sentinel;
+#[cfg(test)]
 mod tests_wire;
 
 pub use library::LIBRARY_NAME;
+pub use sentinel::SentinelAuth;
 pub use store::{RedisCounterStore, RedisStoreOptions};

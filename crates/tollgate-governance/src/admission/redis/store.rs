@@ -18,6 +18,7 @@ use super::super::store_async::{AsyncCounterStore, CounterStoreError, Reserved};
 use super::keys::KeySpace;
 use super::library::{self, function};
 use super::reply;
+use super::sentinel::{SentinelAuth, SentinelPrimary};
 use crate::admission::DEFAULT_RATE_WINDOW_MS;
 use crate::duration::BudgetDuration;
 
@@ -56,11 +57,12 @@ impl Default for RedisStoreOptions {
 /// One connection, multiplexed: concurrent calls from every task of the replica are written
 /// back to back on it and their replies matched in order (auto-pipelining), so a replica needs
 /// no pool. `ConnectionManager` reconnects by itself; the cluster connection follows slot
-/// moves and failovers.
+/// moves and failovers; the Sentinel primary follows failovers (`sentinel.rs`).
 #[derive(Clone)]
 enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
+    Sentinel(Arc<SentinelPrimary>),
 }
 
 impl Conn {
@@ -68,6 +70,7 @@ impl Conn {
         match self {
             Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
             Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
+            Conn::Sentinel(s) => s.send(cmd).await,
         }
     }
 }
@@ -85,7 +88,14 @@ impl std::fmt::Debug for RedisCounterStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisCounterStore")
             .field("key_prefix", &self.opts.key_prefix)
-            .field("cluster", &matches!(self.conn, Conn::Cluster(_)))
+            .field(
+                "connection",
+                &match self.conn {
+                    Conn::Single(_) => "single",
+                    Conn::Cluster(_) => "cluster",
+                    Conn::Sentinel(_) => "sentinel",
+                },
+            )
             .finish_non_exhaustive()
     }
 }
@@ -128,6 +138,27 @@ impl RedisCounterStore {
             .map_err(unavailable)?;
         let conn = client.get_async_connection().await.map_err(unavailable)?;
         Self::start(Conn::Cluster(conn), opts).await
+    }
+
+    /// Asks the Sentinels (`redis://host:port` each) for the primary of `service_name`,
+    /// connects to it with `auth`, loads the function library, and follows the primary across
+    /// failovers.
+    ///
+    /// # Errors
+    /// As [`Self::connect`]; also when no Sentinel answers or none knows the service.
+    pub async fn connect_sentinel(
+        sentinels: &[String],
+        service_name: &str,
+        auth: &SentinelAuth,
+        opts: RedisStoreOptions,
+    ) -> Result<Self, CounterStoreError> {
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(opts.response_timeout))
+            .set_connection_timeout(Some(opts.connection_timeout));
+        let primary = SentinelPrimary::connect(sentinels, service_name, auth, config)
+            .await
+            .map_err(unavailable)?;
+        Self::start(Conn::Sentinel(Arc::new(primary)), opts).await
     }
 
     async fn start(conn: Conn, mut opts: RedisStoreOptions) -> Result<Self, CounterStoreError> {

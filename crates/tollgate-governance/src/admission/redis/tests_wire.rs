@@ -41,13 +41,19 @@ pub(super) fn skip_without_binary(what: &str, e: &std::io::Error) {
 /// A `redis-server` on `port` with `extra` arguments, once it answers `PING`; `Err` when there
 /// is no binary to start.
 pub(super) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedis, std::io::Error> {
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
+        .args(extra);
+    spawn_redis(&mut cmd, port).await
+}
+
+/// Spawns `cmd` (a `redis-server` that will listen on `port`) and waits for its `PING`.
+pub(super) async fn spawn_redis(
+    cmd: &mut Command,
+    port: u16,
+) -> Result<PrivateRedis, std::io::Error> {
+    let child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
     let server = PrivateRedis {
         child,
         url: format!("redis://127.0.0.1:{port}"),
@@ -64,13 +70,16 @@ pub(super) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedi
     panic!("redis-server on port {port} did not answer PING");
 }
 
+/// A free loopback port.
+pub(super) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap()
+}
+
 async fn private_redis() -> Option<PrivateRedis> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    match start_redis(port, &[]).await {
+    match start_redis(free_port(), &[]).await {
         Ok(s) => Some(s),
         Err(e) => {
             skip_without_binary("private redis", &e);
