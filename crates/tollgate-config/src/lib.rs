@@ -63,6 +63,7 @@ mod model;
 mod path;
 mod providers;
 pub mod redact;
+mod redis;
 mod secret;
 mod settings;
 mod unserved;
@@ -78,6 +79,9 @@ pub use path::{KeyPath, Segment};
 pub use providers::{
     KNOWN_PROVIDERS, LITELLM_PROVIDERS_NOT_SERVED, PROVIDERS_REQUIRING_API_BASE, ProviderSupport,
     provider_support,
+};
+pub use redis::{
+    DEFAULT_REDIS_PORT, RedisConfigError, RedisNode, RedisSettings, RedisTarget, redis_settings,
 };
 pub use secret::{Secret, mask};
 pub use settings::{

@@ -58,9 +58,11 @@
 mod engine;
 mod memory;
 pub mod money;
+pub mod redis;
 mod rejection;
 mod scope;
 mod store;
+mod store_async;
 mod window;
 
 #[cfg(test)]
@@ -76,4 +78,5 @@ pub use store::{
     Actual, CounterStore, Denial, RateLimitStatus, ReserveRequest, ScopeRequest, ScopeSpend,
     SpendSnapshot, Ticket,
 };
+pub use store_async::{AsyncCounterStore, CounterStoreError, Reserved, SyncCounterStore};
 pub use window::WindowPlan;
