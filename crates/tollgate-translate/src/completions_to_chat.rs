@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::chat_chunk::ChatChunk;
 use crate::common::object;
 use crate::errors::write_openai_stream_error;
+use crate::stream::ChunkData;
 use crate::usage::Usage;
 use crate::{StreamOutcome, StreamTranslate, TranslateError, sse_out};
 
@@ -196,15 +197,15 @@ impl StreamTranslate for StreamTranslator {
         if self.outcome != StreamOutcome::InProgress {
             return Ok(());
         }
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
-        }
-        if data == "[DONE]" {
-            sse_out::done(out);
-            self.outcome = StreamOutcome::Completed;
-            return Ok(());
-        }
+        let data = match ChunkData::of(data) {
+            ChunkData::Empty => return Ok(()),
+            ChunkData::Done => {
+                sse_out::done(out);
+                self.outcome = StreamOutcome::Completed;
+                return Ok(());
+            }
+            ChunkData::Chunk(c) => c,
+        };
         let chunk: ChatChunk<'_> = match serde_json::from_str(data) {
             Ok(c) => c,
             Err(e) => {

@@ -60,3 +60,26 @@ pub trait StreamTranslate: Send {
         None
     }
 }
+
+/// What the `data:` text of one event of an OpenAI-dialect stream holds (chat and completions
+/// chunks; OpenAI's streaming format: a JSON chunk per event, then `data: [DONE]`). Blank data
+/// (a keep-alive) is [`ChunkData::Empty`]. Surrounding whitespace is ignored.
+pub(crate) enum ChunkData<'a> {
+    /// Nothing to translate.
+    Empty,
+    /// The upstream's end of stream.
+    Done,
+    /// A chunk's JSON text, trimmed.
+    Chunk(&'a str),
+}
+
+impl<'a> ChunkData<'a> {
+    /// Classifies `data`.
+    pub(crate) fn of(data: &'a str) -> Self {
+        match data.trim() {
+            "" => ChunkData::Empty,
+            "[DONE]" => ChunkData::Done,
+            chunk => ChunkData::Chunk(chunk),
+        }
+    }
+}

@@ -9,6 +9,7 @@ use crate::chat_chunk::{ChatChunk, ChunkDelta, ToolCallDelta, tool_position};
 use crate::common::stop_reason_from_finish_reason;
 use crate::errors::{anthropic_type_for_openai_error, write_anthropic_stream_error};
 use crate::ids::anthropic_message_id;
+use crate::stream::ChunkData;
 use crate::usage::Usage;
 use crate::{StreamOutcome, StreamTranslate, TranslateError, sse_out};
 
@@ -304,14 +305,14 @@ impl StreamTranslate for StreamTranslator {
         if self.outcome != StreamOutcome::InProgress {
             return Ok(());
         }
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
-        }
-        if data == "[DONE]" {
-            self.complete(out);
-            return Ok(());
-        }
+        let data = match ChunkData::of(data) {
+            ChunkData::Empty => return Ok(()),
+            ChunkData::Done => {
+                self.complete(out);
+                return Ok(());
+            }
+            ChunkData::Chunk(c) => c,
+        };
         let chunk = self.parse_chunk(data, out)?;
         if let Some(err) = &chunk.error {
             self.upstream_error(err, out);

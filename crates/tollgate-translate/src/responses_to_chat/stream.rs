@@ -8,6 +8,7 @@ use super::response::{
     ResponseContext, call_item, call_item_id, message_item, message_item_id, reasoning_item,
     reasoning_item_id, response_object, status_for,
 };
+use crate::stream::ChunkData;
 use crate::usage::Usage;
 use crate::{StreamOutcome, StreamTranslate, TranslateError, sse_out};
 
@@ -443,14 +444,14 @@ impl StreamTranslate for StreamTranslator {
         if self.outcome != StreamOutcome::InProgress {
             return Ok(());
         }
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
-        }
-        if data == "[DONE]" {
-            self.complete(out);
-            return Ok(());
-        }
+        let data = match ChunkData::of(data) {
+            ChunkData::Empty => return Ok(()),
+            ChunkData::Done => {
+                self.complete(out);
+                return Ok(());
+            }
+            ChunkData::Chunk(c) => c,
+        };
         let chunk = self.parse_chunk(data, out)?;
         if let Some(err) = &chunk.error {
             self.upstream_error(err, out);
