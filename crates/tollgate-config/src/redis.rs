@@ -20,6 +20,10 @@
 //! no settings, unless `cache_params` asks for Redis, which is then an error (LiteLLM: "Either
 //! 'host' or 'url' must be specified for redis").
 //!
+//! Tollgate's own key: `TOLLGATE_REDIS_KEY_PREFIX` (environment; default `tollgate`), the
+//! prefix of every key and channel the fleet shares ([`RedisSettings::key_prefix`]): fleets
+//! that must not share counters on one Redis use different prefixes.
+//!
 //! Passwords are [`Secret`]s: masked in `Debug`, and URLs print with their password masked.
 
 use std::fmt;
@@ -74,7 +78,13 @@ pub struct RedisSettings {
     /// The key the target came from: `REDIS_URL`, `router_settings.redis_host`,
     /// `litellm_settings.cache_params.redis_startup_nodes`...
     pub origin: String,
+    /// Prefix of every shared key and pub/sub channel (`TOLLGATE_REDIS_KEY_PREFIX`, default
+    /// [`DEFAULT_KEY_PREFIX`]); on Redis Cluster it is also the hash tag (`{prefix}:...`).
+    pub key_prefix: String,
 }
+
+/// The default [`RedisSettings::key_prefix`].
+pub const DEFAULT_KEY_PREFIX: &str = "tollgate";
 
 /// A Redis setting that cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -310,6 +320,9 @@ pub fn redis_settings(
     let username = m.username.map(|(u, _)| u);
     let password = m.password.map(|(p, _)| Secret::new(p));
     let tls = m.ssl.is_some_and(|(s, _)| truthy(&s));
+    let key_prefix = lookup("TOLLGATE_REDIS_KEY_PREFIX")
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_KEY_PREFIX.to_owned());
     let (target, origin) = if let Some((url, key)) = m.url {
         return Ok(Some(RedisSettings {
             target: RedisTarget::Url(Secret::new(url)),
@@ -317,6 +330,7 @@ pub fn redis_settings(
             password: None,
             tls: false,
             origin: key,
+            key_prefix,
         }));
     } else if let Some((v, key)) = m.cluster {
         (RedisTarget::Cluster(nodes(&v, &key)?), key)
@@ -350,6 +364,7 @@ pub fn redis_settings(
         password,
         tls,
         origin,
+        key_prefix,
     }))
 }
 
@@ -419,6 +434,7 @@ impl fmt::Debug for RedisSettings {
             .field("password", &self.password)
             .field("tls", &self.tls)
             .field("origin", &self.origin)
+            .field("key_prefix", &self.key_prefix)
             .finish()
     }
 }

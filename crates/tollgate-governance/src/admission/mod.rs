@@ -61,6 +61,7 @@ pub mod money;
 pub mod redis;
 mod rejection;
 mod scope;
+mod shared;
 mod store;
 mod store_async;
 mod window;
@@ -74,6 +75,7 @@ pub use engine::{
 pub use memory::{DEFAULT_RATE_WINDOW_MS, InMemoryCounterStore};
 pub use rejection::{RejectReason, Rejection, rate_limit_headers};
 pub use scope::{Limits, ScopeKey, ScopeKind};
+pub use shared::{SharedCounters, Unbatched};
 pub use store::{
     Actual, CounterStore, Denial, RateLimitStatus, ReserveRequest, ScopeRequest, ScopeSpend,
     SpendSnapshot, Ticket,

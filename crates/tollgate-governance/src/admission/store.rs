@@ -76,6 +76,10 @@ pub struct Ticket {
     pub cost_units: i64,
     /// Reserved tokens.
     pub tokens: u64,
+    /// Each scope's settled spend at admission, money units, in `scopes` order, when the store
+    /// reports it (a shared store does, so the response's spend headers need no second round
+    /// trip); `None` from the in-process store, whose settlement returns the spend after.
+    pub spend_units: Option<Arc<[i64]>>,
 }
 
 /// Remaining-limit values of one scope after an admission (for `x-ratelimit-*` headers).

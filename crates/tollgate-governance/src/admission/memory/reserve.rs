@@ -108,6 +108,7 @@ pub(super) fn ticket(
         scopes,
         cost_units: req.cost_units,
         tokens: req.reserve_tokens,
+        spend_units: None,
     }
 }
 

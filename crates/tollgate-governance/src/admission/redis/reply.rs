@@ -122,6 +122,7 @@ pub(crate) fn reserved(
         scopes,
         cost_units: req.cost_units,
         tokens: req.reserve_tokens,
+        spend_units: None,
     };
     Ok(Ok((ticket, statuses)))
 }
