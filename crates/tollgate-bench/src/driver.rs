@@ -19,9 +19,9 @@ use hyper::client::conn::http1::SendRequest;
 use serde::Serialize;
 
 use crate::endpoint::Endpoint;
-use crate::redis_stats::RedisUsage;
 use crate::exchange::{self, Exchange};
 use crate::procstat::{ProcSampler, ProcUsage};
+use crate::redis_stats::RedisUsage;
 use crate::stats::{Percentiles, new_histogram, record_us};
 use crate::workload::{RequestTemplate, Workload};
 

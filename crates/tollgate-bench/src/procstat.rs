@@ -255,8 +255,14 @@ mod tests {
 
     #[test]
     fn roots_are_summed() {
-        let mut a = std::process::Command::new("sleep").arg("5").spawn().unwrap();
-        let mut b = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut a = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let mut b = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let one = sample_roots(&[a.id()]);
         let two = sample_roots(&[a.id(), b.id()]);
         a.kill().ok();

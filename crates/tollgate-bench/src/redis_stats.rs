@@ -94,7 +94,8 @@ mod tests {
 
     #[test]
     fn usage_is_the_difference_per_request_without_info() {
-        let before = parse_commandstats("cmdstat_fcall:calls=1000,usec=1\r\ncmdstat_info:calls=6,usec=1");
+        let before =
+            parse_commandstats("cmdstat_fcall:calls=1000,usec=1\r\ncmdstat_info:calls=6,usec=1");
         let after = parse_commandstats(INFO);
         let u = usage(&before, &after, 500).unwrap();
         assert_eq!(u.commands_per_request, (1000.0 + 3.0) / 500.0);

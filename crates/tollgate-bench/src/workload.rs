@@ -328,7 +328,8 @@ mod tests {
 
     #[test]
     fn large_prompts_rotate_three_sizes() {
-        let Workload::Single { templates } = build(Scenario::LargePrompts, &style()).unwrap() else {
+        let Workload::Single { templates } = build(Scenario::LargePrompts, &style()).unwrap()
+        else {
             panic!("single expected")
         };
         assert!(templates.iter().all(|t| !t.stream));

@@ -161,9 +161,10 @@ fn two_replicas_share_the_load_and_are_sampled_together() {
         return;
     }
     let p = bench_dir.join("gateways/tollgate.toml");
-    let text = std::fs::read_to_string(&p)
-        .unwrap()
-        .replace("name = \"tollgate\"", "name = \"tollgate-pair\"\nreplicas = 2");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "name = \"tollgate\"",
+        "name = \"tollgate-pair\"\nreplicas = 2",
+    );
     let def = GatewayDef::parse(&text, &p).unwrap();
     assert_eq!(def.replicas, 2);
     let work = std::env::temp_dir().join(format!("tgb-pair-{}", std::process::id()));
@@ -199,7 +200,11 @@ fn two_replicas_share_the_load_and_are_sampled_together() {
         .unwrap();
     let proc_ = gw.result.process.unwrap();
     assert_eq!(proc_.processes, 2, "both replicas sampled: {proc_:?}");
-    assert!(gw.result.requests > 0 && gw.result.errors == 0, "{:?}", gw.result);
+    assert!(
+        gw.result.requests > 0 && gw.result.errors == 0,
+        "{:?}",
+        gw.result
+    );
     // Each replica wrote its own log: both served (started, answered the probe).
     let scratch = work.join("scratch").join("tollgate-pair");
     assert!(scratch.join("tollgate-pair-0.log").is_file());

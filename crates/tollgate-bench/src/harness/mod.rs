@@ -352,4 +352,3 @@ async fn redis_reading(url: Option<&str>) -> Option<std::collections::BTreeMap<S
         }
     }
 }
-

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::{HarnessConfig, GatewayOutcome, build_workload};
+use super::{GatewayOutcome, HarnessConfig, build_workload};
 use crate::error::BenchError;
 use crate::gateway::{GatewayDef, Placeholders};
 use crate::process::{self, Launch, Managed};
@@ -71,8 +71,7 @@ pub(super) async fn start(
     for replica in 0..def.replicas.max(1) {
         let mut ph = ph.clone();
         if replica > 0 {
-            ph.values
-                .insert("port", process::free_port()?.to_string());
+            ph.values.insert("port", process::free_port()?.to_string());
             ph.values.insert("replica", replica.to_string());
         }
         let log = if def.replicas > 1 {
