@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::endpoint::Endpoint;
 use crate::exchange::{self, Exchange};
 use crate::procstat::{ProcSampler, ProcUsage};
+use crate::redis_stats::RedisUsage;
 use crate::stats::{Percentiles, new_histogram, record_us};
 use crate::workload::{RequestTemplate, Workload};
 
@@ -52,8 +53,9 @@ pub struct LoadSpec {
     /// Per-request timeout; a timed-out request counts as an error and the
     /// worker reconnects.
     pub request_timeout: Duration,
-    /// Process (tree) whose CPU and RSS are sampled during the window.
-    pub observe_pid: Option<u32>,
+    /// Processes (trees) whose CPU and RSS are sampled, summed, during the window (one per
+    /// gateway replica; empty = none).
+    pub observe_pids: Vec<u32>,
 }
 
 /// Result of one driver run. Latencies are in µs.
@@ -86,6 +88,12 @@ pub struct RunResult {
     pub response_bytes: u64,
     /// Usage of the observed process during the window.
     pub process: Option<ProcUsage>,
+    /// 2xx answers of the whole run, warm-up included (what per-request counts read from a
+    /// server over the whole run, such as Redis commands, divide by).
+    pub completed: u64,
+    /// Redis commands per completed request during the run, when the harness read a Redis
+    /// ([`crate::redis_stats`]).
+    pub redis: Option<RedisUsage>,
 }
 
 impl RunResult {
@@ -100,7 +108,8 @@ impl RunResult {
 }
 
 struct Shared {
-    endpoint: Endpoint,
+    /// One per gateway replica; worker `w` sends to `endpoints[w % len]`.
+    endpoints: Vec<Endpoint>,
     workload: Workload,
     spec: LoadSpec,
     t0: Instant,
@@ -121,6 +130,8 @@ struct WorkerStats {
     last_done: Option<Instant>,
     tokens: u64,
     bytes: u64,
+    /// 2xx answers, warm-up and after the window included.
+    completed: u64,
 }
 
 impl WorkerStats {
@@ -137,6 +148,7 @@ impl WorkerStats {
             last_done: None,
             tokens: 0,
             bytes: 0,
+            completed: 0,
         }
     }
 
@@ -157,13 +169,34 @@ pub async fn run(
     workload: Workload,
     spec: LoadSpec,
 ) -> Result<RunResult, crate::error::BenchError> {
-    let endpoint = Endpoint::parse(base_url).await?;
+    run_spread(&[base_url], workload, spec).await
+}
+
+/// [`run`] with the load spread over several replicas of one gateway: worker `w` (one
+/// connection) sends to `base_urls[w % n]`, so each replica carries an equal share of the
+/// connections, as behind a round-robin load balancer.
+///
+/// Errors: as [`run`]; also no URL at all.
+pub async fn run_spread(
+    base_urls: &[&str],
+    workload: Workload,
+    spec: LoadSpec,
+) -> Result<RunResult, crate::error::BenchError> {
+    let mut endpoints = Vec::with_capacity(base_urls.len());
+    for u in base_urls {
+        endpoints.push(Endpoint::parse(u).await?);
+    }
+    if endpoints.is_empty() {
+        return Err(crate::error::BenchError::Report(
+            "no gateway URL to send to".into(),
+        ));
+    }
     let concurrency = spec.concurrency.max(1);
     let start = Instant::now();
     let t0 = start + spec.warmup;
     let t1 = t0 + spec.duration;
     let shared = Arc::new(Shared {
-        endpoint,
+        endpoints,
         workload,
         spec: spec.clone(),
         t0,
@@ -171,10 +204,11 @@ pub async fn run(
         counted: AtomicU64::new(0),
         full: AtomicBool::new(false),
     });
-    let sampler_task = spec.observe_pid.map(|pid| {
+    let pids = spec.observe_pids.clone();
+    let sampler_task = (!pids.is_empty()).then(|| {
         tokio::spawn(async move {
             tokio::time::sleep_until(t0.into()).await;
-            ProcSampler::start(pid)
+            ProcSampler::start(pids)
         })
     });
     let mut tasks = Vec::with_capacity(concurrency);
@@ -182,7 +216,7 @@ pub async fn run(
         let sh = shared.clone();
         tasks.push(tokio::spawn(async move {
             match sh.spec.mode {
-                Mode::Closed => closed_worker(&sh).await,
+                Mode::Closed => closed_worker(&sh, w).await,
                 Mode::Open { rate } => open_worker(&sh, w, concurrency, rate).await,
             }
         }));
@@ -222,6 +256,8 @@ pub async fn run(
         prompt_tokens: total.tokens,
         response_bytes: total.bytes,
         process,
+        completed: total.completed,
+        redis: None,
     })
 }
 
@@ -243,19 +279,21 @@ fn merge(into: &mut WorkerStats, s: WorkerStats) {
     };
     into.tokens += s.tokens;
     into.bytes += s.bytes;
+    into.completed += s.completed;
 }
 
 /// A worker's connection, re-opened after an error.
 struct Conn<'a> {
     endpoint: &'a Endpoint,
     sender: Option<SendRequest<Full<Bytes>>>,
+    /// 2xx answers received on it, in or out of the window.
+    completed: u64,
 }
 
 impl Conn<'_> {
     async fn exchange(
         &mut self,
         t: &RequestTemplate,
-        stream: bool,
         timeout: Duration,
     ) -> Result<Exchange, String> {
         let fut = async {
@@ -270,7 +308,7 @@ impl Conn<'_> {
             let Some(sender) = self.sender.as_mut() else {
                 return Err("no connection".to_string());
             };
-            exchange::send(sender, self.endpoint, t, stream)
+            exchange::send(sender, self.endpoint, t, t.stream)
                 .await
                 .map_err(|e| e.to_string())
         };
@@ -278,8 +316,10 @@ impl Conn<'_> {
             Ok(r) => r,
             Err(_) => Err(format!("timeout after {timeout:?}")),
         };
-        if r.is_err() {
-            self.sender = None;
+        match &r {
+            Err(_) => self.sender = None,
+            Ok(x) if (200..300).contains(&x.status) => self.completed += 1,
+            Ok(_) => {}
         }
         r
     }
@@ -334,21 +374,22 @@ fn stop_now(sh: &Shared, now: Instant) -> bool {
     now >= sh.t1 || sh.full.load(Ordering::Relaxed)
 }
 
-async fn closed_worker(sh: &Shared) -> WorkerStats {
+async fn closed_worker(sh: &Shared, w: usize) -> WorkerStats {
     let mut st = WorkerStats::new();
     let mut conn = Conn {
-        endpoint: &sh.endpoint,
+        endpoint: &sh.endpoints[w % sh.endpoints.len()],
         sender: None,
+        completed: 0,
     };
     let timeout = sh.spec.request_timeout;
     let mut i = 0usize;
     while !stop_now(sh, Instant::now()) {
         match &sh.workload {
-            Workload::Single { templates, stream } => {
+            Workload::Single { templates } => {
                 let t = &templates[i % templates.len()];
                 i += 1;
                 let start = Instant::now();
-                let r = conn.exchange(t, *stream, timeout).await;
+                let r = conn.exchange(t, timeout).await;
                 let done = Instant::now();
                 if start >= sh.t0 && done <= sh.t1 {
                     record_exchange(sh, &mut st, t, &r, done - start, done);
@@ -363,7 +404,7 @@ async fn closed_worker(sh: &Shared) -> WorkerStats {
                 let mut all_ok = true;
                 for t in turns.iter() {
                     let start = Instant::now();
-                    let r = conn.exchange(t, false, timeout).await;
+                    let r = conn.exchange(t, timeout).await;
                     let done = Instant::now();
                     let ok = if start >= sh.t0 && done <= sh.t1 {
                         record_exchange(sh, &mut st, t, &r, done - start, done)
@@ -385,14 +426,16 @@ async fn closed_worker(sh: &Shared) -> WorkerStats {
             }
         }
     }
+    st.completed = conn.completed;
     st
 }
 
 async fn open_worker(sh: &Shared, w: usize, workers: usize, rate: f64) -> WorkerStats {
     let mut st = WorkerStats::new();
     let mut conn = Conn {
-        endpoint: &sh.endpoint,
+        endpoint: &sh.endpoints[w % sh.endpoints.len()],
         sender: None,
+        completed: 0,
     };
     let rate = if rate.is_finite() && rate > 0.0 {
         rate
@@ -408,10 +451,9 @@ async fn open_worker(sh: &Shared, w: usize, workers: usize, rate: f64) -> Worker
     let mut i = w;
     let mut tokens_cycle: Vec<&RequestTemplate> = Vec::new();
     match &sh.workload {
-        Workload::Single { templates, .. } => tokens_cycle.extend(templates.iter()),
+        Workload::Single { templates } => tokens_cycle.extend(templates.iter()),
         Workload::Session { turns } => tokens_cycle.extend(turns.iter()),
     }
-    let stream = matches!(&sh.workload, Workload::Single { stream: true, .. });
     while intended < sh.t1 && !sh.full.load(Ordering::Relaxed) {
         if Instant::now() >= deadline {
             let left = sh
@@ -427,12 +469,13 @@ async fn open_worker(sh: &Shared, w: usize, workers: usize, rate: f64) -> Worker
         tokio::time::sleep_until(intended.into()).await;
         let t = tokens_cycle[i % tokens_cycle.len()];
         i += 1;
-        let r = conn.exchange(t, stream, timeout).await;
+        let r = conn.exchange(t, timeout).await;
         let done = Instant::now();
         if intended >= sh.t0 {
             record_exchange(sh, &mut st, t, &r, done - intended, done);
         }
         intended += interval;
     }
+    st.completed = conn.completed;
     st
 }

@@ -7,7 +7,10 @@
 //!
 //! | placeholder | value |
 //! |---|---|
-//! | `{port}` | free loopback port chosen for the gateway |
+//! | `{port}` | free loopback port chosen for the gateway (for each replica its own) |
+//! | `{replica}` | the replica's number, from 0 (`replicas` > 1) |
+//! | `{run}` | a token unique to this start of the gateway (e.g. a Redis key prefix, so that a
+//! sweep never meets the counters of an earlier one) |
 //! | `{upstream}` | mock base URL, e.g. `http://127.0.0.1:41234` |
 //! | `{upstream_host}` / `{upstream_port}` | its `host:port` / port |
 //! | `{config}` | path of the rendered config file |
@@ -60,6 +63,19 @@ pub struct GatewayDef {
     /// How to obtain a virtual key for the governed scenario.
     #[serde(default)]
     pub governed: Option<GovernedSetup>,
+    /// Processes started side by side (each on its own `{port}`, one rendered config); the
+    /// load is spread over them connection by connection, as behind a round-robin load
+    /// balancer, and their CPU and RSS are summed. Default 1.
+    #[serde(default = "default_replicas")]
+    pub replicas: usize,
+    /// A Redis the gateway talks to (placeholders allowed): its `INFO commandstats` is read
+    /// before and after every gateway run, and the commands per request are reported.
+    #[serde(default)]
+    pub redis_url: Option<String>,
+}
+
+fn default_replicas() -> usize {
+    1
 }
 
 fn default_startup_timeout() -> f64 {
@@ -131,8 +147,13 @@ impl GatewayDef {
         if def.program.is_empty() {
             return Err(bad("program lists no candidate"));
         }
-        if def.capabilities.scenarios.contains(&Scenario::Governed) && def.governed.is_none() {
-            return Err(bad("capability governed needs a [governed] section"));
+        if let Some(s) = def.capabilities.scenarios.iter().find(|s| s.governed())
+            && def.governed.is_none()
+        {
+            return Err(bad(&format!("capability {s} needs a [governed] section")));
+        }
+        if def.replicas == 0 {
+            return Err(bad("replicas must be at least 1"));
         }
         Ok(def)
     }

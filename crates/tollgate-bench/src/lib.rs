@@ -20,6 +20,7 @@ pub mod harness;
 pub mod machine;
 pub mod process;
 pub mod procstat;
+pub mod redis_stats;
 pub mod report;
 pub mod sse;
 pub mod stats;

@@ -73,7 +73,7 @@ async fn load(a: LoadArgs) -> anyhow::Result<()> {
             max_requests: a.common.max_requests,
             mode: a.common.mode(),
             request_timeout: cli::secs(a.common.request_timeout),
-            observe_pid: a.pid,
+            observe_pids: a.pid.into_iter().collect(),
         },
     )
     .await?;

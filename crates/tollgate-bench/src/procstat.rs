@@ -132,26 +132,40 @@ pub struct ProcUsage {
     pub processes: u32,
 }
 
-/// Samples a process tree on a background thread until [`ProcSampler::stop`].
+/// [`sample_tree`] of every root, summed (the replicas of one gateway).
+pub fn sample_roots(roots: &[u32]) -> TreeSample {
+    let mut s = TreeSample::default();
+    for &root in roots {
+        let t = sample_tree(root);
+        s.cpu_ticks += t.cpu_ticks;
+        s.rss_kb += t.rss_kb;
+        s.hwm_kb += t.hwm_kb;
+        s.processes += t.processes;
+    }
+    s
+}
+
+/// Samples process trees (summed) on a background thread until [`ProcSampler::stop`].
 pub struct ProcSampler {
     stop: Arc<AtomicBool>,
     handle: JoinHandle<ProcUsage>,
 }
 
 impl ProcSampler {
-    /// Starts sampling `pid` now, every [`SAMPLE_INTERVAL`].
-    pub fn start(pid: u32) -> Self {
+    /// Starts sampling the trees of `roots` now, every [`SAMPLE_INTERVAL`]: CPU and RSS are
+    /// their sums, so the peak RSS of two replicas is the peak of their summed RSS.
+    pub fn start(roots: Vec<u32>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
             let t0 = Instant::now();
-            let first = sample_tree(pid);
+            let first = sample_roots(&roots);
             let mut peak_rss = first.rss_kb;
             let mut procs = first.processes;
             let mut last = first;
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(SAMPLE_INTERVAL);
-                let s = sample_tree(pid);
+                let s = sample_roots(&roots);
                 if s.processes > 0 {
                     peak_rss = peak_rss.max(s.rss_kb);
                     procs = procs.max(s.processes);
@@ -159,7 +173,7 @@ impl ProcSampler {
                 }
             }
             let wall = t0.elapsed().as_secs_f64();
-            let end = sample_tree(pid);
+            let end = sample_roots(&roots);
             let end = if end.processes > 0 { end } else { last };
             peak_rss = peak_rss.max(end.rss_kb);
             let cpu_seconds =
@@ -229,7 +243,7 @@ mod tests {
             .args(["-c", "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done"])
             .spawn()
             .unwrap();
-        let sampler = ProcSampler::start(child.id());
+        let sampler = ProcSampler::start(vec![child.id()]);
         std::thread::sleep(Duration::from_millis(400));
         let u = sampler.stop();
         child.kill().ok();
@@ -237,5 +251,25 @@ mod tests {
         assert!(u.cpu_seconds > 0.0, "{u:?}");
         assert!(u.peak_rss_mb > 0.0);
         assert_eq!(u.processes, 1);
+    }
+
+    #[test]
+    fn roots_are_summed() {
+        let mut a = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let mut b = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let one = sample_roots(&[a.id()]);
+        let two = sample_roots(&[a.id(), b.id()]);
+        a.kill().ok();
+        b.kill().ok();
+        a.wait().unwrap();
+        b.wait().unwrap();
+        assert_eq!((one.processes, two.processes), (1, 2));
+        assert!(two.rss_kb > one.rss_kb, "{one:?} {two:?}");
     }
 }

@@ -29,18 +29,29 @@ pub enum Scenario {
     LargePrompts,
     /// 30-turn agent loop whose conversation grows every turn.
     Agentic,
+    /// LiteLLM's published high-throughput profile: 50K/75K/100K-token prompts in equal
+    /// shares, every other one streamed (with a usage chunk), `max_tokens: 16`, sent with a
+    /// virtual key that has a budget (so admission counts the prompt's tokens and reserves).
+    HighThroughput,
 }
 
 impl Scenario {
     /// All scenarios in report order.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Forwarding,
         Scenario::Governed,
         Scenario::Streaming,
         Scenario::Anthropic,
         Scenario::LargePrompts,
         Scenario::Agentic,
+        Scenario::HighThroughput,
     ];
+
+    /// Whether the scenario is sent with a virtual key made by the gateway definition's
+    /// `[governed]` section.
+    pub fn governed(self) -> bool {
+        matches!(self, Scenario::Governed | Scenario::HighThroughput)
+    }
 
     /// The kebab-case name used on the command line and in files.
     pub fn name(self) -> &'static str {
@@ -51,6 +62,7 @@ impl Scenario {
             Scenario::Anthropic => "anthropic",
             Scenario::LargePrompts => "large-prompts",
             Scenario::Agentic => "agentic",
+            Scenario::HighThroughput => "high-throughput",
         }
     }
 }
@@ -97,18 +109,18 @@ pub struct RequestTemplate {
     pub body: Bytes,
     /// Estimated prompt size in tokens (characters / [`CHARS_PER_TOKEN`]).
     pub prompt_tokens: u64,
+    /// Whether the response is an SSE stream to time event by event.
+    pub stream: bool,
 }
 
 /// What one worker operation is.
 #[derive(Debug, Clone)]
 pub enum Workload {
     /// Each operation is one request; the worker cycles through the templates
-    /// (several only for large prompts, to send the sizes in equal shares).
+    /// (several for large prompts, to send the sizes, and streamed or not, in equal shares).
     Single {
         /// Templates sent in rotation.
         templates: Arc<Vec<RequestTemplate>>,
-        /// Whether responses are SSE streams to time event by event.
-        stream: bool,
     },
     /// Each operation is a session: the turns are sent in order on one connection.
     Session {
@@ -129,7 +141,8 @@ pub struct RequestStyle {
 }
 
 /// Builds the workload of a scenario. `Governed` uses the forwarding body;
-/// the caller supplies the virtual key in `style.headers`.
+/// for governed scenarios ([`Scenario::governed`]) the caller supplies the virtual key in
+/// `style.headers`.
 ///
 /// Errors: a header name or value that is not valid HTTP.
 pub fn build(scenario: Scenario, style: &RequestStyle) -> Result<Workload, String> {
@@ -147,6 +160,7 @@ pub fn build(scenario: Scenario, style: &RequestStyle) -> Result<Workload, Strin
         method: Method::POST,
         path: "/v1/chat/completions".into(),
         headers: headers.clone(),
+        stream: body["stream"] == true,
         body: Bytes::from(body.to_string()),
         prompt_tokens: tokens,
     };
@@ -159,7 +173,6 @@ pub fn build(scenario: Scenario, style: &RequestStyle) -> Result<Workload, Strin
                        "messages": [{"role": "user", "content": short}]}),
                 short_tokens,
             )]),
-            stream: false,
         },
         Scenario::Streaming => Workload::Single {
             templates: Arc::new(vec![chat(
@@ -168,7 +181,6 @@ pub fn build(scenario: Scenario, style: &RequestStyle) -> Result<Workload, Strin
                        "messages": [{"role": "user", "content": short}]}),
                 short_tokens,
             )]),
-            stream: true,
         },
         Scenario::Anthropic => {
             let mut h = headers.clone();
@@ -187,8 +199,8 @@ pub fn build(scenario: Scenario, style: &RequestStyle) -> Result<Workload, Strin
                         .to_string(),
                     ),
                     prompt_tokens: short_tokens,
+                    stream: false,
                 }]),
-                stream: false,
             }
         }
         Scenario::LargePrompts => Workload::Single {
@@ -205,7 +217,23 @@ pub fn build(scenario: Scenario, style: &RequestStyle) -> Result<Workload, Strin
                     })
                     .collect(),
             ),
-            stream: false,
+        },
+        Scenario::HighThroughput => Workload::Single {
+            templates: Arc::new(
+                [false, true]
+                    .into_iter()
+                    .flat_map(|stream| LARGE_PROMPT_TOKENS.map(|tokens| (tokens, stream)))
+                    .map(|(tokens, stream)| {
+                        let mut body = json!({"model": style.openai_model, "max_tokens": 16,
+                            "messages": [{"role": "user", "content": synthetic_text(tokens)}]});
+                        if stream {
+                            body["stream"] = json!(true);
+                            body["stream_options"] = json!({"include_usage": true});
+                        }
+                        chat(body, tokens)
+                    })
+                    .collect(),
+            ),
         },
         Scenario::Agentic => Workload::Session {
             turns: Arc::new(
@@ -300,12 +328,11 @@ mod tests {
 
     #[test]
     fn large_prompts_rotate_three_sizes() {
-        let Workload::Single { templates, stream } =
-            build(Scenario::LargePrompts, &style()).unwrap()
+        let Workload::Single { templates } = build(Scenario::LargePrompts, &style()).unwrap()
         else {
             panic!("single expected")
         };
-        assert!(!stream);
+        assert!(templates.iter().all(|t| !t.stream));
         let tokens: Vec<u64> = templates.iter().map(|t| t.prompt_tokens).collect();
         assert_eq!(tokens, vec![50_000, 75_000, 100_000]);
         let body: serde_json::Value = serde_json::from_slice(&templates[2].body).unwrap();
@@ -314,6 +341,39 @@ mod tests {
             400_000
         );
         assert_eq!(body["model"], "bench-gpt");
+    }
+
+    #[test]
+    fn high_throughput_sends_three_sizes_streamed_and_not_in_equal_shares() {
+        let Workload::Single { templates } = build(Scenario::HighThroughput, &style()).unwrap()
+        else {
+            panic!("single expected")
+        };
+        let shape: Vec<(u64, bool)> = templates
+            .iter()
+            .map(|t| (t.prompt_tokens, t.stream))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (50_000, false),
+                (75_000, false),
+                (100_000, false),
+                (50_000, true),
+                (75_000, true),
+                (100_000, true)
+            ]
+        );
+        for t in templates.iter() {
+            let body: serde_json::Value = serde_json::from_slice(&t.body).unwrap();
+            assert_eq!(body["max_tokens"], 16);
+            let content = body["messages"][0]["content"].as_str().unwrap();
+            assert_eq!(estimate_tokens(content), t.prompt_tokens);
+            assert_eq!(body["stream"] == true, t.stream);
+            assert_eq!(body["stream_options"]["include_usage"] == true, t.stream);
+        }
+        assert!(Scenario::HighThroughput.governed() && Scenario::Governed.governed());
+        assert!(!Scenario::LargePrompts.governed());
     }
 
     #[test]
@@ -346,11 +406,10 @@ mod tests {
 
     #[test]
     fn streaming_asks_for_usage() {
-        let Workload::Single { templates, stream } = build(Scenario::Streaming, &style()).unwrap()
-        else {
+        let Workload::Single { templates } = build(Scenario::Streaming, &style()).unwrap() else {
             panic!()
         };
-        assert!(stream);
+        assert!(templates[0].stream);
         let body: serde_json::Value = serde_json::from_slice(&templates[0].body).unwrap();
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);

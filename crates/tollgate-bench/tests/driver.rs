@@ -23,7 +23,7 @@ fn spec(concurrency: usize, duration_ms: u64) -> LoadSpec {
         max_requests: u64::MAX,
         mode: Mode::Closed,
         request_timeout: Duration::from_secs(5),
-        observe_pid: None,
+        observe_pids: Vec::new(),
     }
 }
 
@@ -118,4 +118,27 @@ async fn refused_connections_are_errors_and_the_run_stays_bounded() {
     assert_eq!(r.requests, 0);
     assert!(r.errors > 0);
     assert!(r.first_error.unwrap().starts_with("connect"));
+}
+
+#[tokio::test]
+async fn spread_load_splits_connections_evenly_and_high_throughput_mixes_streams() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (a, seen_a) = support::start(Duration::from_millis(1)).await;
+    let (b, seen_b) = support::start(Duration::from_millis(1)).await;
+    let w = build(Scenario::HighThroughput, &style()).unwrap();
+    let r = tollgate_bench::driver::run_spread(&[&a, &b], w, spec(4, 400))
+        .await
+        .unwrap();
+    assert!(r.requests >= 6 && r.errors == 0, "{r:?}");
+    let (na, nb) = (seen_a.chat.load(Relaxed), seen_b.chat.load(Relaxed));
+    // Two connections each, same upstream speed: each side carries about half.
+    assert!(na > 0 && nb > 0, "{na} {nb}");
+    let share = na as f64 / (na + nb) as f64;
+    assert!((0.3..=0.7).contains(&share), "{na} / {nb}");
+    // Every other request of the rotation is streamed: about half of those counted have a
+    // first event; the rest none.
+    assert!(r.ttft.count > 0 && r.ttft.count < r.requests, "{r:?}");
+    assert!(r.completed >= r.requests);
+    assert_eq!(r.completed, na + nb, "every answer was a 2xx");
+    assert!(seen_a.max_body.load(Relaxed) >= 200_000);
 }

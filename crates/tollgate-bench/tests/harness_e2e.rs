@@ -142,3 +142,73 @@ fn sweep_writes_consistent_csv_table_and_plots() {
     assert!(meta["machine"]["cores"].as_u64().unwrap() >= 1);
     std::fs::remove_dir_all(&work).ok();
 }
+
+/// A definition with `replicas = 2` starts two processes, spreads the load over both and sums
+/// their CPU and memory. Needs the `tollgate` binary (skipped, saying so, without it).
+#[test]
+fn two_replicas_share_the_load_and_are_sampled_together() {
+    let (upstream, seen) = support::start_on_thread(Duration::from_millis(2));
+    let bench_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bench")
+        .canonicalize()
+        .unwrap();
+    let repo_dir = bench_dir.parent().unwrap().to_path_buf();
+    if !["release", "debug"]
+        .iter()
+        .any(|p| repo_dir.join("target").join(p).join("tollgate").is_file())
+    {
+        println!("tollgate binary not built: two-replica harness test skipped");
+        return;
+    }
+    let p = bench_dir.join("gateways/tollgate.toml");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "name = \"tollgate\"",
+        "name = \"tollgate-pair\"\nreplicas = 2",
+    );
+    let def = GatewayDef::parse(&text, &p).unwrap();
+    assert_eq!(def.replicas, 2);
+    let work = std::env::temp_dir().join(format!("tgb-pair-{}", std::process::id()));
+    let cfg = HarnessConfig {
+        bench_dir: bench_dir.clone(),
+        repo_dir,
+        gateways: vec![def],
+        upstream: Upstream::Existing(upstream),
+        scenario: Scenario::Forwarding,
+        levels: vec![4],
+        repeats: 1,
+        warmup: Duration::from_millis(30),
+        gateway_warmup: Duration::from_millis(100),
+        duration: Duration::from_millis(300),
+        max_requests: 100_000,
+        mode: Mode::Closed,
+        request_timeout: Duration::from_secs(5),
+        direct_headers: vec![("authorization".into(), "Bearer sk-bench-upstream".into())],
+        openai_model: "bench-gpt".into(),
+        anthropic_model: "bench-claude".into(),
+        work_dir: work.join("scratch"),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sweep = rt.block_on(harness::run(&cfg)).unwrap();
+    assert_eq!(sweep.gateways[0].status, "measured", "{:?}", sweep.gateways);
+    let gw = sweep
+        .runs
+        .iter()
+        .find(|r| r.side == tollgate_bench::harness::Side::Gateway)
+        .unwrap();
+    let proc_ = gw.result.process.unwrap();
+    assert_eq!(proc_.processes, 2, "both replicas sampled: {proc_:?}");
+    assert!(
+        gw.result.requests > 0 && gw.result.errors == 0,
+        "{:?}",
+        gw.result
+    );
+    // Each replica wrote its own log: both served (started, answered the probe).
+    let scratch = work.join("scratch").join("tollgate-pair");
+    assert!(scratch.join("tollgate-pair-0.log").is_file());
+    assert!(scratch.join("tollgate-pair-1.log").is_file());
+    assert!(seen.chat.load(std::sync::atomic::Ordering::Relaxed) >= gw.result.requests);
+    std::fs::remove_dir_all(&work).ok();
+}

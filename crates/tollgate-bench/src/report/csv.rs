@@ -87,7 +87,7 @@ pub fn runs(sweep: &Sweep) -> String {
 pub const SUMMARY_HEADER: &str = "gateway,level,repeats,direct_p50_ms,direct_p99_ms,direct_rps,\
 gateway_p50_ms,gateway_p99_ms,gateway_rps,added_p50_ms,added_p50_min_ms,added_p50_max_ms,\
 added_p99_ms,added_p99_min_ms,added_p99_max_ms,rps_ratio,rps_ratio_min,rps_ratio_max,cpu_percent,\
-cpu_us_per_request,peak_rss_mb,direct_errors,gateway_errors";
+cpu_us_per_request,peak_rss_mb,direct_errors,gateway_errors,redis_commands_per_request";
 
 fn m(s: &Option<Spread>) -> String {
     s.map(|s| format!("{:.4}", s.median)).unwrap_or_default()
@@ -130,6 +130,7 @@ pub fn summary(rows: &[SummaryRow]) -> String {
         cols.push(r.peak_rss_mb.map(|v| format!("{v:.2}")).unwrap_or_default());
         cols.push(r.direct_errors.to_string());
         cols.push(r.gateway_errors.to_string());
+        cols.push(m(&r.redis_commands_per_request));
         out.push_str(&cols.join(","));
         out.push('\n');
     }

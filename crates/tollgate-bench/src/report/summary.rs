@@ -82,6 +82,9 @@ pub struct SummaryRow {
     pub gateway_rps_per_core: Option<Spread>,
     /// Gateway RPS divided by the cores the gateway actually used (CPU% / 100).
     pub gateway_rps_per_busy_core: Option<Spread>,
+    /// Redis commands per request read from the Redis server (`INFO commandstats`), when the
+    /// gateway definition names its Redis.
+    pub redis_commands_per_request: Option<Spread>,
 }
 
 fn ms(us: u64) -> f64 {
@@ -131,7 +134,14 @@ pub fn summarise(sweep: &Sweep) -> Vec<SummaryRow> {
             let gcol = |f: &dyn Fn(&RunRecord) -> f64| (!g.is_empty()).then(|| col(&g, f));
             let streaming = g.iter().any(|r| r.result.ttft.count > 0);
             let sessions = g.iter().any(|r| r.result.session.count > 0);
-            let large = sweep.scenario == crate::workload::Scenario::LargePrompts;
+            let large = matches!(
+                sweep.scenario,
+                crate::workload::Scenario::LargePrompts | crate::workload::Scenario::HighThroughput
+            );
+            let redis: Vec<f64> = g
+                .iter()
+                .filter_map(|r| r.result.redis.as_ref().map(|u| u.commands_per_request))
+                .collect();
             SummaryRow {
                 repeats: d.len().max(g.len()),
                 direct_p50_ms: col(&d, &|r| ms(r.result.latency.p50)),
@@ -210,6 +220,7 @@ pub fn summarise(sweep: &Sweep) -> Vec<SummaryRow> {
                         .unwrap_or(0.0);
                     if busy > 0.0 { r.result.rps / busy } else { 0.0 }
                 }),
+                redis_commands_per_request: (!redis.is_empty()).then(|| Spread::of(&redis)),
                 gateway,
                 level,
             }

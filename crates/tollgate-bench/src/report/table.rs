@@ -30,6 +30,7 @@ pub fn render(rows: &[SummaryRow]) -> String {
     let streaming = rows.iter().any(|r| r.added_ttft_p50_ms.is_some());
     let sessions = rows.iter().any(|r| r.added_session_p50_ms.is_some());
     let large = rows.iter().any(|r| r.gateway_tokens_per_s.is_some());
+    let redis = rows.iter().any(|r| r.redis_commands_per_request.is_some());
     let mut head = vec![
         "gateway",
         "c",
@@ -55,6 +56,9 @@ pub fn render(rows: &[SummaryRow]) -> String {
     }
     if large {
         head.extend(["gw tokens/s", "gw RPS/core"]);
+    }
+    if redis {
+        head.push("Redis cmd/req");
     }
     let mut out = String::new();
     out.push_str(&format!("| {} |\n", head.join(" | ")));
@@ -94,6 +98,9 @@ pub fn render(rows: &[SummaryRow]) -> String {
                 med(&r.gateway_tokens_per_s, 0),
                 med(&r.gateway_rps_per_core, 1),
             ]);
+        }
+        if redis {
+            cells.push(med(&r.redis_commands_per_request, 2));
         }
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }

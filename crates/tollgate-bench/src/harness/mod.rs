@@ -1,5 +1,5 @@
-//! The side-by-side sweep: mock once, then per gateway start → health →
-//! warm-up → (level × repeat: direct and gateway runs interleaved) → stop.
+//! The side-by-side sweep: mock once, then per gateway start (`start.rs`: its replicas,
+//! health, key, probe) → warm-up → (level × repeat: direct and gateway runs interleaved) → stop.
 //!
 //! The direct baseline (client → mock) is measured in the same sweep right
 //! beside every gateway run, alternating which goes first per repeat, so a
@@ -16,11 +16,16 @@ use serde::Serialize;
 
 use crate::driver::{self, LoadSpec, Mode, RunResult};
 use crate::error::BenchError;
-use crate::gateway::{GatewayDef, Placeholders};
+use crate::gateway::GatewayDef;
 use crate::machine::Machine;
-use crate::process::{self, Launch, Managed};
+use crate::process::Managed;
+use crate::redis_stats;
 use crate::upstream::Upstream;
 use crate::workload::{self, RequestStyle, Scenario, Workload};
+
+mod start;
+
+pub use start::governed_headers;
 
 /// Everything a sweep needs.
 #[derive(Debug, Clone)]
@@ -166,7 +171,7 @@ pub async fn run(cfg: &HarnessConfig) -> Result<Sweep, BenchError> {
         eprintln!("[bench] no gateway measured: direct-only sweep");
         for &level in &cfg.levels {
             for repeat in 1..=cfg.repeats.max(1) {
-                let r = measure(cfg, &upstream.url, direct.clone(), level, None).await?;
+                let r = measure(cfg, &[&upstream.url], direct.clone(), level, Vec::new()).await?;
                 sweep.runs.push(RunRecord {
                     gateway: DIRECT_ONLY.into(),
                     level,
@@ -198,13 +203,14 @@ fn build_workload(
 
 async fn measure(
     cfg: &HarnessConfig,
-    url: &str,
+    urls: &[&str],
     w: Workload,
     level: usize,
-    observe: Option<u32>,
+    observe: Vec<u32>,
 ) -> Result<RunResult, BenchError> {
-    let r = driver::run(
-        url,
+    let gateway = !observe.is_empty();
+    let r = driver::run_spread(
+        urls,
         w,
         LoadSpec {
             concurrency: level,
@@ -213,17 +219,13 @@ async fn measure(
             max_requests: cfg.max_requests,
             mode: cfg.mode,
             request_timeout: cfg.request_timeout,
-            observe_pid: observe,
+            observe_pids: observe,
         },
     )
     .await?;
     eprintln!(
         "[bench]   c={level:<4} {:<8} rps={:>9.1} p50={:>8}µs p99={:>8}µs errors={}{}",
-        if observe.is_some() {
-            "gateway"
-        } else {
-            "direct"
-        },
+        if gateway { "gateway" } else { "direct" },
         r.rps,
         r.latency.p50,
         r.latency.p99,
@@ -257,75 +259,19 @@ async fn run_gateway(
         );
         return Ok(());
     }
-    let ph = placeholders(cfg, def, upstream_url)?;
-    // `$NAME` candidates are read from the environment (skipped when unset or empty).
-    let candidates: Vec<String> = def
-        .program
-        .iter()
-        .filter_map(|p| match p.strip_prefix('$') {
-            Some(var) => std::env::var(var).ok().filter(|v| !v.is_empty()),
-            None => Some(ph.render(p)),
-        })
-        .collect();
-    let Some(program) = process::find_program(&candidates) else {
-        outcome.status = "skipped".into();
-        outcome.detail = format!("not installed (looked for {})", candidates.join(", "));
+    let Some(mut gw) = start::start(cfg, def, upstream_url, outcome).await? else {
         return Ok(());
     };
-    outcome.version = process::version_of(&program, &def.version_args, Duration::from_secs(60));
-    let workdir = PathBuf::from(ph.render("{workdir}"));
-    std::fs::create_dir_all(&workdir)
-        .map_err(|e| BenchError::io(format!("create {}", workdir.display()), e))?;
-    if let Some(t) = &def.config_template {
-        let src = cfg.bench_dir.join(t);
-        let text = std::fs::read_to_string(&src)
-            .map_err(|e| BenchError::io(format!("read {}", src.display()), e))?;
-        let rendered = ph.render(&text);
-        let dst = PathBuf::from(ph.render("{config}"));
-        std::fs::write(&dst, &rendered)
-            .map_err(|e| BenchError::io(format!("write {}", dst.display()), e))?;
-        outcome.config = Some(rendered);
-    }
-    let mut proc_ = Managed::spawn(&Launch {
-        name: def.name.clone(),
-        program: program.display().to_string(),
-        args: def.args.iter().map(|a| ph.render(a)).collect(),
-        env: def
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), ph.render(v)))
-            .collect(),
-        cwd: Some(workdir.clone()),
-        log: Some(workdir.join(format!("{}.log", def.name))),
-    })?;
-    let headers = def.header_pairs(&ph);
-    process::wait_healthy(
-        &mut proc_,
-        &ph.render(&def.health_url),
-        &headers,
-        Duration::from_secs_f64(def.startup_timeout_s),
-    )
-    .await?;
-    let base = ph.render(&def.base_url);
-    let headers = if cfg.scenario == Scenario::Governed {
-        governed_headers(def, &base, headers).await?
-    } else {
-        headers
-    };
-    let gw = build_workload(cfg, headers)?;
-    probe(
-        def,
-        &base,
-        &gw,
-        cfg.request_timeout.max(Duration::from_secs(60)),
-        &proc_,
-    )
-    .await?;
+    let bases: Vec<&str> = gw.bases.iter().map(String::as_str).collect();
     let top = cfg.levels.iter().copied().max().unwrap_or(1);
-    eprintln!("[bench] {}: healthy on {base}, warming up", def.name);
-    let warm = driver::run(
-        &base,
-        gw.clone(),
+    eprintln!(
+        "[bench] {}: healthy on {}, warming up",
+        def.name,
+        bases.join(" ")
+    );
+    let warm = driver::run_spread(
+        &bases,
+        gw.workload.clone(),
         LoadSpec {
             concurrency: top,
             warmup: Duration::ZERO,
@@ -333,7 +279,7 @@ async fn run_gateway(
             max_requests: u64::MAX,
             mode: Mode::Closed,
             request_timeout: cfg.request_timeout,
-            observe_pid: None,
+            observe_pids: Vec::new(),
         },
     )
     .await?;
@@ -345,6 +291,7 @@ async fn run_gateway(
             warm.first_error.unwrap_or_default()
         );
     }
+    let pids: Vec<u32> = gw.procs.iter().map(Managed::pid).collect();
     for &level in &cfg.levels {
         for repeat in 1..=cfg.repeats.max(1) {
             let direct_first = repeat % 2 == 1;
@@ -353,13 +300,21 @@ async fn run_gateway(
                 let (side, r) = if side_direct {
                     (
                         Side::Direct,
-                        measure(cfg, upstream_url, direct.clone(), level, None).await?,
+                        measure(cfg, &[upstream_url], direct.clone(), level, Vec::new()).await?,
                     )
                 } else {
-                    (
-                        Side::Gateway,
-                        measure(cfg, &base, gw.clone(), level, Some(proc_.pid())).await?,
-                    )
+                    let before = redis_reading(gw.redis_url.as_deref()).await;
+                    let mut r =
+                        measure(cfg, &bases, gw.workload.clone(), level, pids.clone()).await?;
+                    if let Some(before) = before {
+                        // Settlements leave in batches within 1 s of their request: wait for
+                        // them before reading what the run cost.
+                        tokio::time::sleep(Duration::from_millis(1500)).await;
+                        if let Some(after) = redis_reading(gw.redis_url.as_deref()).await {
+                            r.redis = redis_stats::usage(&before, &after, r.completed);
+                        }
+                    }
+                    (Side::Gateway, r)
                 };
                 runs.push(RunRecord {
                     gateway: def.name.clone(),
@@ -369,133 +324,31 @@ async fn run_gateway(
                     result: r,
                 });
             }
-            if let Some(st) = proc_.exited() {
-                return Err(BenchError::Process {
-                    name: def.name.clone(),
-                    reason: format!(
-                        "exited during the sweep ({st}); log:\n{}",
-                        proc_.log_tail(20)
-                    ),
-                });
+            for p in &mut gw.procs {
+                if let Some(st) = p.exited() {
+                    return Err(BenchError::Process {
+                        name: def.name.clone(),
+                        reason: format!("exited during the sweep ({st}); log:\n{}", p.log_tail(20)),
+                    });
+                }
             }
         }
     }
-    proc_.stop();
+    for p in &mut gw.procs {
+        p.stop();
+    }
     outcome.status = "measured".into();
     Ok(())
 }
 
-/// Sends the workload's first request once through the gateway and fails
-/// with the status and body when it is not 2xx: a misconfigured gateway is
-/// reported instead of being measured as a fast error source.
-async fn probe(
-    def: &GatewayDef,
-    base: &str,
-    w: &Workload,
-    timeout: Duration,
-    proc_: &Managed,
-) -> Result<(), BenchError> {
-    let t = match w {
-        Workload::Single { templates, .. } => templates.first(),
-        Workload::Session { turns } => turns.first(),
-    };
-    let Some(t) = t else { return Ok(()) };
-    let headers: Vec<(String, String)> = t
-        .headers
-        .iter()
-        .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
-        .filter(|(k, _)| k != "content-type")
-        .collect();
-    let url = format!("{base}{}", t.path);
-    let call = crate::client::call(t.method.clone(), &url, &headers, Some(t.body.clone()));
-    let fail = |reason: String| BenchError::Process {
-        name: def.name.clone(),
-        reason: format!("probe {url}: {reason}; log:\n{}", proc_.log_tail(20)),
-    };
-    match tokio::time::timeout(timeout, call).await {
-        Err(_) => Err(fail(format!("no answer within {timeout:?}"))),
-        Ok(Err(e)) => Err(fail(e)),
-        Ok(Ok((status, _))) if (200..300).contains(&status) => Ok(()),
-        Ok(Ok((status, body))) => {
-            let text = String::from_utf8_lossy(&body);
-            Err(fail(format!(
-                "HTTP {status}: {}",
-                text.chars().take(300).collect::<String>()
-            )))
+/// The Redis server's command counters, `None` without a Redis (or when it cannot be read:
+/// the run is then reported without them, and the reason printed).
+async fn redis_reading(url: Option<&str>) -> Option<std::collections::BTreeMap<String, u64>> {
+    match redis_stats::command_calls(url?).await {
+        Ok(m) => Some(m),
+        Err(e) => {
+            eprintln!("[bench] {e}");
+            None
         }
     }
-}
-
-fn placeholders(
-    cfg: &HarnessConfig,
-    def: &GatewayDef,
-    upstream_url: &str,
-) -> Result<Placeholders, BenchError> {
-    let port = process::free_port()?;
-    let host = upstream_url.trim_start_matches("http://").to_string();
-    let upstream_port = host
-        .rsplit_once(':')
-        .map(|(_, p)| p.to_string())
-        .unwrap_or_default();
-    let workdir = cfg.work_dir.join(&def.name);
-    let config_name = def
-        .config_template
-        .as_deref()
-        .and_then(|t| std::path::Path::new(t).file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "config".into());
-    let mut ph = Placeholders::default();
-    ph.values.insert("port", port.to_string());
-    ph.values.insert("upstream", upstream_url.to_string());
-    ph.values.insert("upstream_host", host);
-    ph.values.insert("upstream_port", upstream_port);
-    ph.values.insert("workdir", workdir.display().to_string());
-    ph.values
-        .insert("config", workdir.join(config_name).display().to_string());
-    ph.values
-        .insert("bench", cfg.bench_dir.display().to_string());
-    ph.values.insert("repo", cfg.repo_dir.display().to_string());
-    Ok(ph)
-}
-
-/// Creates a virtual key as the definition's `[governed]` section says and
-/// returns the headers with `authorization` replaced by that key.
-///
-/// Errors: [`BenchError::Governed`] when the section is missing, the call
-/// fails or answers non-2xx, or the response lacks the key field.
-pub async fn governed_headers(
-    def: &GatewayDef,
-    base: &str,
-    mut headers: Vec<(String, String)>,
-) -> Result<Vec<(String, String)>, BenchError> {
-    let err = |reason: String| BenchError::Governed {
-        name: def.name.clone(),
-        reason,
-    };
-    let setup = def
-        .governed
-        .as_ref()
-        .ok_or_else(|| err("no [governed] section".into()))?;
-    let (status, body) = crate::client::call(
-        http::Method::POST,
-        &format!("{base}{}", setup.path),
-        &headers,
-        Some(bytes::Bytes::from(setup.body.clone())),
-    )
-    .await
-    .map_err(err)?;
-    if !(200..300).contains(&status) {
-        return Err(err(format!("{} answered HTTP {status}", setup.path)));
-    }
-    let v: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|e| err(format!("response is not JSON: {e}")))?;
-    let key = v[setup.key_field.as_str()].as_str().ok_or_else(|| {
-        err(format!(
-            "response has no string field {:?}",
-            setup.key_field
-        ))
-    })?;
-    headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
-    headers.push(("authorization".into(), format!("Bearer {key}")));
-    Ok(headers)
 }
