@@ -68,14 +68,17 @@
 //! in Lua's doubles: exact up to 2^53 units (900 719 USD of spend plus reservations per scope
 //! and window); above that a budget check may be off by one unit per 2^53.
 
+mod batch;
 mod keys;
 mod library;
+mod marker;
+mod policy;
 mod reply;
 mod sentinel;
 mod store;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_cluster;
 #[cfg(test)]
@@ -83,8 +86,11 @@ mod tests_fleet;
 #[cfg(test)]
 mod tests_sentinel;
 #[cfg(test)]
-mod tests_wire;
+pub(crate) mod tests_wire;
 
+pub use batch::{BatchOp, BatchOptions};
 pub use library::LIBRARY_NAME;
+pub use policy::{BudgetsOnFailure, FailurePolicy, LimitsOnFailure, PolicyError};
+pub use reply::{OpOutcome, ReserveOutcome};
 pub use sentinel::SentinelAuth;
 pub use store::{RedisCounterStore, RedisStoreOptions};

@@ -16,10 +16,10 @@ use super::tests::{open, redis_url, req, test_options};
 use crate::admission::{Actual, AsyncCounterStore, Limits, ScopeKey, ScopeKind, ScopeRequest};
 
 /// A `redis-server` child on a loopback port, killed when dropped.
-pub(super) struct PrivateRedis {
+pub(crate) struct PrivateRedis {
     child: Child,
     /// `redis://127.0.0.1:<port>`
-    pub(super) url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for PrivateRedis {
@@ -30,7 +30,7 @@ impl Drop for PrivateRedis {
 }
 
 /// Reports a test skipped for want of a `redis-server` binary.
-pub(super) fn skip_without_binary(what: &str, e: &std::io::Error) {
+pub(crate) fn skip_without_binary(what: &str, e: &std::io::Error) {
     let _ = writeln!(
         std::io::stderr().lock(),
         "SKIPPED {}: no redis-server to start ({e})",
@@ -40,7 +40,7 @@ pub(super) fn skip_without_binary(what: &str, e: &std::io::Error) {
 
 /// A `redis-server` on `port` with `extra` arguments, once it answers `PING`; `Err` when there
 /// is no binary to start.
-pub(super) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedis, std::io::Error> {
+pub(crate) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedis, std::io::Error> {
     let mut cmd = Command::new("redis-server");
     cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
@@ -49,7 +49,7 @@ pub(super) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedi
 }
 
 /// Spawns `cmd` (a `redis-server` that will listen on `port`) and waits for its `PING`.
-pub(super) async fn spawn_redis(
+pub(crate) async fn spawn_redis(
     cmd: &mut Command,
     port: u16,
 ) -> Result<PrivateRedis, std::io::Error> {
@@ -71,7 +71,7 @@ pub(super) async fn spawn_redis(
 }
 
 /// A free loopback port.
-pub(super) fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

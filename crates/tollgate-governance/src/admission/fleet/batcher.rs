@@ -1,0 +1,109 @@
+//! The background task that sends queued operations: it lingers up to
+//! [`BatchedOptions::interval`](super::BatchedOptions::interval) after the first operation of
+//! an empty queue (or until [`BatchedOptions::max_batch`](super::BatchedOptions::max_batch)
+//! are queued, or a flush asks), sends the batch as one round trip, and on a failed round trip
+//! keeps the batch and sends it again after a growing pause (10 ms doubling to 500 ms), topped
+//! up with what was queued meanwhile. A re-sent operation that had taken effect changes
+//! nothing (its ticket or charge key), so a batch is delivered exactly once per operation.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::batched::Core;
+use super::counts::RoundTrips;
+use crate::admission::redis::{BatchOp, OpOutcome};
+
+const FIRST_RETRY: Duration = Duration::from_millis(10);
+const LAST_RETRY: Duration = Duration::from_millis(500);
+
+/// Runs until aborted (when its [`super::BatchedRedis`] is dropped).
+pub(super) async fn run(core: Arc<Core>) {
+    let q = &core.queue;
+    let mut ops: Vec<BatchOp> = Vec::with_capacity(q.max_batch());
+    let mut queued: Vec<Instant> = Vec::with_capacity(q.max_batch());
+    let mut pause = Duration::ZERO;
+    loop {
+        if ops.is_empty() {
+            if q.len() == 0 {
+                q.wake.notified().await;
+            }
+            linger(&core).await;
+        } else {
+            // a batch to send again: wait, unless a flush asks for it now
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = q.wake.notified() => {}
+            }
+        }
+        q.take_into(&mut ops, &mut queued);
+        if ops.is_empty() {
+            continue;
+        }
+        if send(&core, &ops, &queued).await {
+            ops.clear();
+            queued.clear();
+            pause = Duration::ZERO;
+        } else {
+            pause = (pause * 2).clamp(FIRST_RETRY, LAST_RETRY);
+        }
+    }
+}
+
+/// Waits up to the interval for a full batch, unless a flush is waiting.
+async fn linger(core: &Core) {
+    let q = &core.queue;
+    let until = tokio::time::Instant::now() + core.opts.interval;
+    while q.len() < q.max_batch() && !q.flushing.load(Ordering::Acquire) {
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => return,
+            () = q.wake.notified() => {}
+        }
+    }
+}
+
+/// One round trip for `ops`; true when delivered (each operation applied, found done, or
+/// refused on its own).
+async fn send(core: &Core, ops: &[BatchOp], queued: &[Instant]) -> bool {
+    RoundTrips::bump(&core.counts.after_call);
+    let sent = tokio::time::timeout(
+        core.opts.send_timeout,
+        core.store.batch(ops, core.opts.batch),
+    )
+    .await;
+    let outcomes = match sent {
+        Ok(Ok(o)) => o,
+        Ok(Err(e)) => {
+            tracing::warn!(ops = ops.len(), error = %e, "counter batch not delivered; sending it again");
+            core.queue.progress.notify_waiters();
+            return false;
+        }
+        Err(_) => {
+            tracing::warn!(ops = ops.len(), timeout = ?core.opts.send_timeout, "counter batch timed out; sending it again");
+            core.queue.progress.notify_waiters();
+            return false;
+        }
+    };
+    core.health.up();
+    let now = Instant::now();
+    let c = &core.counts;
+    let mut failed = 0;
+    for ((op, at), outcome) in ops.iter().zip(queued).zip(&outcomes) {
+        if let OpOutcome::Failed(msg) = outcome {
+            failed += 1;
+            let t = op.ticket();
+            tracing::warn!(request_id = %t.request_id, attempt = t.attempt, error = %msg, "Redis refused one counter operation");
+        }
+        let waited = now.saturating_duration_since(*at);
+        let ms = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+        c.max_delivery_ms.fetch_max(ms, Ordering::Relaxed);
+        if waited > core.opts.deadline {
+            RoundTrips::bump(&c.late_ops);
+        }
+    }
+    RoundTrips::add(&c.failed_ops, failed);
+    RoundTrips::add(&c.settled_ops, ops.len() as u64 - failed);
+    RoundTrips::bump(&c.batches);
+    core.queue.resolved(ops.len());
+    true
+}
