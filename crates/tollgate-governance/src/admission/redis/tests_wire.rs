@@ -78,7 +78,7 @@ pub(crate) fn free_port() -> u16 {
         .unwrap()
 }
 
-async fn private_redis() -> Option<PrivateRedis> {
+pub(crate) async fn private_redis() -> Option<PrivateRedis> {
     match start_redis(free_port(), &[]).await {
         Ok(s) => Some(s),
         Err(e) => {
@@ -89,7 +89,7 @@ async fn private_redis() -> Option<PrivateRedis> {
 }
 
 /// `calls` of every command in `INFO commandstats` (`fcall`, `function|load`, `hmget`...).
-fn commandstats(con: &mut redis::Connection) -> BTreeMap<String, u64> {
+pub(crate) fn commandstats(con: &mut redis::Connection) -> BTreeMap<String, u64> {
     let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
     info.lines()
         .filter_map(|l| {
@@ -102,17 +102,17 @@ fn commandstats(con: &mut redis::Connection) -> BTreeMap<String, u64> {
 
 /// `FCALL`s counted by the server between two snapshots (those a function makes itself are
 /// counted under their own names).
-fn fcalls(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
+pub(crate) fn fcalls(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
     after.get("fcall").copied().unwrap_or(0) - before.get("fcall").copied().unwrap_or(0)
 }
 
 /// A `MONITOR` connection: what clients sent, in order.
-struct Monitor {
+pub(crate) struct Monitor {
     lines: BufReader<TcpStream>,
 }
 
 impl Monitor {
-    fn start(port: u16) -> Self {
+    pub(crate) fn start(port: u16) -> Self {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(b"MONITOR\r\n").unwrap();
@@ -125,7 +125,7 @@ impl Monitor {
 
     /// The names of the commands clients sent since the last call (not those run by a
     /// function, and not the admin connection's `INFO`), up to a marker `admin` echoes.
-    fn client_commands(&mut self, admin: &mut redis::Connection) -> Vec<String> {
+    pub(crate) fn client_commands(&mut self, admin: &mut redis::Connection) -> Vec<String> {
         let marker = format!("marker-{:016x}", rand::random::<u64>());
         let _: String = redis::cmd("ECHO").arg(&marker).query(admin).unwrap();
         let mut out = Vec::new();
@@ -135,7 +135,7 @@ impl Monitor {
             if line.contains(&marker) {
                 return out;
             }
-            // +1733100000.123456 [0 127.0.0.1:41234] "FCALL" "tollgate_v1_reserve" ...
+            // +1733100000.123456 [0 127.0.0.1:41234] "FCALL" "tollgate_v2_reserve" ...
             let Some((source, command)) = line.split_once("] ") else {
                 continue;
             };
