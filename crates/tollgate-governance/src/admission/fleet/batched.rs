@@ -43,7 +43,8 @@ pub struct BatchedOptions {
     pub send_timeout: Duration,
     /// How a batch is cut into calls.
     pub batch: BatchOptions,
-    /// Longest wait for another replica's reseed (default 5 s).
+    /// Longest wait for another replica's reseed (default 2 s); the requests that found Redis
+    /// empty wait this long at most, then fall back.
     pub reseed_wait: Duration,
     /// Lifetime of the fleet's reseed lock, should its holder die (default 30 s).
     pub reseed_lock_ttl: Duration,
@@ -58,7 +59,7 @@ impl Default for BatchedOptions {
             deadline: Duration::from_secs(1),
             send_timeout: Duration::from_secs(1),
             batch: BatchOptions::default(),
-            reseed_wait: Duration::from_secs(5),
+            reseed_wait: Duration::from_secs(2),
             reseed_lock_ttl: Duration::from_secs(30),
         }
     }
@@ -148,8 +149,14 @@ impl BatchedRedis {
 
     fn enqueue(&self, op: BatchOp) {
         if !self.core.queue.push(op) {
-            RoundTrips::bump(&self.core.counts.dropped);
-            tracing::warn!("counter queue full: an operation was dropped");
+            let before = self.core.counts.dropped.fetch_add(1, Ordering::Relaxed);
+            // the 1st, 2nd, 4th, 8th... drop: a full queue is told, not logged per request
+            if (before + 1).is_power_of_two() {
+                tracing::warn!(
+                    dropped = before + 1,
+                    "counter queue full: operations dropped"
+                );
+            }
         }
     }
 
@@ -169,16 +176,19 @@ impl BatchedRedis {
         }
     }
 
-    /// Redis failed on `req` with `cause`: back off, undo what the call may still have
-    /// reserved, and admit or refuse per the policy.
+    /// Redis could not admit `req` (`cause`): admit or refuse per the policy; after `failure`
+    /// (not while already backing off) back off, and after a reservation call that failed,
+    /// `undo` what it may still have reserved.
     fn fall_back(
         &self,
         req: &ReserveRequest<'_>,
         cause: CounterStoreError,
-        undo: bool,
+        failure: Failure,
     ) -> Result<Result<Reserved, Denial>, CounterStoreError> {
-        if undo {
+        if failure != Failure::BackingOff {
             self.core.health.failed();
+        }
+        if failure == Failure::Call {
             // a call that timed out may still reserve once Redis reads it; the release,
             // sent behind it, frees that reservation (or finds nothing)
             self.enqueue(BatchOp::Release(redis_ticket(req)));
@@ -192,6 +202,17 @@ impl BatchedRedis {
         }
         granted
     }
+}
+
+/// Why a reservation falls back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// A failure's back-off is running: Redis was not called.
+    BackingOff,
+    /// The reservation call failed or timed out (it may still take effect).
+    Call,
+    /// Redis lost its data and could not be seeded again (nothing was reserved).
+    Unseeded,
 }
 
 /// The ticket Redis would have written for `req` (each distinct scope once, in order).
@@ -223,7 +244,7 @@ impl SharedCounters for BatchedRedis {
     ) -> Result<Result<Reserved, Denial>, CounterStoreError> {
         if self.core.health.backing_off() {
             let cause = CounterStoreError::Unavailable("Redis failed recently; backing off".into());
-            return self.fall_back(req, cause, false);
+            return self.fall_back(req, cause, Failure::BackingOff);
         }
         let mut reseeded = false;
         loop {
@@ -235,14 +256,14 @@ impl SharedCounters for BatchedRedis {
                     if let Err(e) = reseed::reseed(&self.core).await {
                         tracing::warn!(error = %e, "reseed failed");
                         let cause = CounterStoreError::Unavailable(e.to_string());
-                        return self.fall_back(req, cause, false);
+                        return self.fall_back(req, cause, Failure::Unseeded);
                     }
                 }
                 Ok(ReserveOutcome::Unseeded) => {
                     let cause = CounterStoreError::Unavailable("Redis lost its counters".into());
-                    return self.fall_back(req, cause, false);
+                    return self.fall_back(req, cause, Failure::Unseeded);
                 }
-                Err(e) => return self.fall_back(req, e, true),
+                Err(e) => return self.fall_back(req, e, Failure::Call),
             }
         }
     }

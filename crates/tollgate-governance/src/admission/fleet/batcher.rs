@@ -5,6 +5,8 @@
 //! keeps the batch and sends it again after a growing pause (10 ms doubling to 500 ms), topped
 //! up with what was queued meanwhile. A re-sent operation that had taken effect changes
 //! nothing (its ticket or charge key), so a batch is delivered exactly once per operation.
+//! A batch Redis refuses for want of the fleet marker (it lost its data) waits for the fleet
+//! to be seeded again (`reseed.rs`), then goes again.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -12,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use super::batched::Core;
 use super::counts::RoundTrips;
-use crate::admission::redis::{BatchOp, OpOutcome};
+use super::reseed;
+use crate::admission::redis::{BatchOp, BatchReply, OpOutcome};
 
 const FIRST_RETRY: Duration = Duration::from_millis(10);
 const LAST_RETRY: Duration = Duration::from_millis(500);
@@ -40,12 +43,20 @@ pub(super) async fn run(core: Arc<Core>) {
         if ops.is_empty() {
             continue;
         }
-        if send(&core, &ops, &queued).await {
-            ops.clear();
-            queued.clear();
-            pause = Duration::ZERO;
-        } else {
-            pause = (pause * 2).clamp(FIRST_RETRY, LAST_RETRY);
+        match send(&core, &ops, &queued).await {
+            Sent::Delivered => {
+                ops.clear();
+                queued.clear();
+                pause = Duration::ZERO;
+            }
+            Sent::Failed => pause = (pause * 2).clamp(FIRST_RETRY, LAST_RETRY),
+            Sent::Unseeded => match reseed::reseed(&core).await {
+                Ok(()) => pause = Duration::ZERO,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reseed before a counter batch failed");
+                    pause = (pause * 2).clamp(FIRST_RETRY, LAST_RETRY);
+                }
+            },
         }
     }
 }
@@ -62,9 +73,18 @@ async fn linger(core: &Core) {
     }
 }
 
-/// One round trip for `ops`; true when delivered (each operation applied, found done, or
-/// refused on its own).
-async fn send(core: &Core, ops: &[BatchOp], queued: &[Instant]) -> bool {
+/// What became of one send.
+enum Sent {
+    /// Each operation applied, found done, or refused on its own.
+    Delivered,
+    /// The round trip failed: send again.
+    Failed,
+    /// Redis lost its data: seed it again, then send again.
+    Unseeded,
+}
+
+/// One round trip for `ops`.
+async fn send(core: &Core, ops: &[BatchOp], queued: &[Instant]) -> Sent {
     RoundTrips::bump(&core.counts.after_call);
     let sent = tokio::time::timeout(
         core.opts.send_timeout,
@@ -72,16 +92,17 @@ async fn send(core: &Core, ops: &[BatchOp], queued: &[Instant]) -> bool {
     )
     .await;
     let outcomes = match sent {
-        Ok(Ok(o)) => o,
+        Ok(Ok(BatchReply::Done(o))) => o,
+        Ok(Ok(BatchReply::Unseeded)) => return Sent::Unseeded,
         Ok(Err(e)) => {
             tracing::warn!(ops = ops.len(), error = %e, "counter batch not delivered; sending it again");
             core.queue.progress.notify_waiters();
-            return false;
+            return Sent::Failed;
         }
         Err(_) => {
             tracing::warn!(ops = ops.len(), timeout = ?core.opts.send_timeout, "counter batch timed out; sending it again");
             core.queue.progress.notify_waiters();
-            return false;
+            return Sent::Failed;
         }
     };
     core.health.up();
@@ -105,5 +126,5 @@ async fn send(core: &Core, ops: &[BatchOp], queued: &[Instant]) -> bool {
     RoundTrips::add(&c.settled_ops, ops.len() as u64 - failed);
     RoundTrips::bump(&c.batches);
     core.queue.resolved(ops.len());
-    true
+    Sent::Delivered
 }

@@ -152,6 +152,7 @@ async fn a_batch_sent_again_charges_once() {
     };
     let (store, _c) = open(&url, test_options()).await;
     use crate::admission::AsyncCounterStore;
+    use crate::admission::redis::BatchReply;
     let scopes = [ScopeRequest::new(ScopeKey::key("h"), budget(10.0))];
     let (a, _) = store
         .reserve(&request("a", &scopes, 0.5))
@@ -177,10 +178,18 @@ async fn a_batch_sent_again_charges_once() {
         BatchOp::Charge(local, actual),
     ];
     let one_per_call = BatchOptions { ops_per_call: 1 };
+    // without the fleet marker nothing runs: a charge must not create a scope before the seed
+    let unseeded = store.batch(&ops, one_per_call).await.unwrap();
+    assert_eq!(unseeded, BatchReply::Unseeded);
+    assert_eq!(
+        spend_units(&store, &scopes[0].key).await,
+        (0, usd_to_units(1.0), 2)
+    );
+    store.mark_seeded().await.unwrap();
     let first = store.batch(&ops, one_per_call).await.unwrap();
-    assert_eq!(first, vec![OpOutcome::Applied; 3]);
+    assert_eq!(first, BatchReply::Done(vec![OpOutcome::Applied; 3]));
     let again = store.batch(&ops, BatchOptions::default()).await.unwrap();
-    assert_eq!(again, vec![OpOutcome::AlreadyDone; 3]);
+    assert_eq!(again, BatchReply::Done(vec![OpOutcome::AlreadyDone; 3]));
     let sp = store.spend(&scopes[0].key).await.unwrap().unwrap();
     assert_eq!(
         usd_to_units(sp.spend),
@@ -374,4 +383,83 @@ async fn seed_absent_writes_only_what_redis_does_not_hold() {
     ];
     assert_eq!(store.seed_absent_many(&seeds).await.unwrap(), 1);
     assert_eq!(store.spend(&fresh).await.unwrap().unwrap().spend, 1.25);
+}
+
+/// A source that cannot answer (the database is down) until `up` is set.
+#[derive(Default)]
+struct BrokenSource {
+    up: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl super::ReseedSource for BrokenSource {
+    async fn seeds(&self) -> Result<Vec<Seed>, super::ReseedError> {
+        if self.up.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(Vec::new());
+        }
+        Err(super::ReseedError::Source("database unreachable".into()))
+    }
+}
+
+/// Redis without the fleet marker and a source that fails: a budgeted request is refused, a
+/// rate-limited one admitted locally, the next requests back off instead of asking Redis
+/// and the source again, and the local usage waits for the seed before it is charged.
+#[tokio::test]
+async fn a_failed_reseed_falls_back_and_backs_off() {
+    let Some(url) = redis_url("failed reseed") else {
+        return;
+    };
+    let (store, _c) = open(&url, test_options()).await;
+    let source = Arc::new(BrokenSource::default());
+    let b = BatchedRedis::start(
+        store.clone(),
+        source.clone(),
+        FailurePolicy::default(),
+        BatchedOptions::default(),
+    );
+    assert!(b.ensure_seeded().await.is_err());
+    assert!(!store.is_seeded().await.unwrap());
+    let limited = [ScopeRequest::new(
+        ScopeKey::key("l"),
+        Limits {
+            rpm_limit: Some(3),
+            ..Limits::default()
+        },
+    )];
+    let budgeted = [ScopeRequest::new(ScopeKey::key("b"), budget(1.0))];
+    let (t, _) = b
+        .reserve(&request("a", &limited, 0.1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.spend_units, None, "local");
+    assert!(b.reserve(&request("b", &budgeted, 0.1)).await.is_err());
+    let c = b.round_trips().snapshot();
+    assert_eq!(
+        (c.before_call, c.local_reserves, c.refused),
+        (1, 1, 1),
+        "{c:?}"
+    );
+    b.settle(
+        t,
+        Actual {
+            cost_units: 5,
+            tokens: 2,
+        },
+    );
+    assert_eq!(
+        b.flush(Duration::from_millis(300)).await,
+        1,
+        "the charge waits for the seed"
+    );
+    use crate::admission::AsyncCounterStore;
+    assert_eq!(store.spend(&ScopeKey::key("l")).await.unwrap(), None);
+    source.up.store(true, std::sync::atomic::Ordering::Release);
+    assert_eq!(
+        b.flush(Duration::from_secs(5)).await,
+        0,
+        "the charge reaches Redis"
+    );
+    assert!(store.is_seeded().await.unwrap());
+    assert_eq!(spend_units(&store, &ScopeKey::key("l")).await, (5, 0, 0));
 }

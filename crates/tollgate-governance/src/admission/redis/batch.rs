@@ -55,15 +55,27 @@ impl Default for BatchOptions {
     }
 }
 
+/// What a batch's round trip answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchReply {
+    /// One outcome per operation, in order.
+    Done(Vec<OpOutcome>),
+    /// The fleet marker is missing (Redis lost its data): some calls of the pipeline ran
+    /// nothing; seed the fleet again, then send the whole batch again (what did run is a
+    /// no-op the second time).
+    Unseeded,
+}
+
 /// Seeds per `FCALL` of a seeding pipeline.
 const SEEDS_PER_CALL: usize = 256;
 
 impl RedisCounterStore {
     /// Sends `ops` in one round trip: a pipeline of `tollgate_v2_batch` calls of at most
-    /// `opts.ops_per_call` operations each. Returns one outcome per operation, in order. A
-    /// failed operation ([`OpOutcome::Failed`]) fails only itself. Re-sending the same
-    /// operations (after a timeout whose reply was lost) changes nothing: each ticket or charge
-    /// key is applied once.
+    /// `opts.ops_per_call` operations each. Returns one outcome per operation, in order, or
+    /// [`BatchReply::Unseeded`] when the fleet marker is missing. A failed operation
+    /// ([`OpOutcome::Failed`]) fails only itself. Re-sending the same operations (after a
+    /// timeout whose reply was lost) changes nothing: each ticket or charge key is applied
+    /// once.
     ///
     /// # Errors
     /// [`CounterStoreError::Unavailable`] when the round trip fails (nothing can be assumed
@@ -73,9 +85,9 @@ impl RedisCounterStore {
         &self,
         ops: &[BatchOp],
         opts: BatchOptions,
-    ) -> Result<Vec<OpOutcome>, CounterStoreError> {
+    ) -> Result<BatchReply, CounterStoreError> {
         if ops.is_empty() {
-            return Ok(Vec::new());
+            return Ok(BatchReply::Done(Vec::new()));
         }
         let chunk = opts.ops_per_call.max(1);
         let mut pipe = redis::pipe();
@@ -85,6 +97,9 @@ impl RedisCounterStore {
         let replies = self.pipeline(&pipe).await?;
         let mut out = Vec::with_capacity(ops.len());
         for (part, v) in ops.chunks(chunk).zip(&replies) {
+            if reply::int(v) == Some(-1) {
+                return Ok(BatchReply::Unseeded);
+            }
             out.extend(reply::batch(v, part.len())?);
         }
         if out.len() != ops.len() {
@@ -93,12 +108,12 @@ impl RedisCounterStore {
                 detail: format!("{} replies for {} operations", out.len(), ops.len()),
             });
         }
-        Ok(out)
+        Ok(BatchReply::Done(out))
     }
 
     /// Appends one `tollgate_v2_batch` call for `ops` to `pipe` (argument shapes: `library.lua`).
     fn batch_call(&self, pipe: &mut Pipeline, ops: &[BatchOp]) {
-        let mut keys = vec![self.keys.dirty(), self.keys.leases()];
+        let mut keys = vec![self.keys.dirty(), self.keys.leases(), self.keys.fleet()];
         let mut args = vec![
             self.opts.rate_window_ms.to_string(),
             self.opts.lease.as_millis().to_string(),

@@ -308,18 +308,20 @@ local function message(e)
   return tostring(e)
 end
 
--- KEYS: dirty set, leases, then per operation its ticket (settle, release) or charge key and
--- its scopes. ARGV: window ms, charge key lifetime ms, then per operation six values: kind
--- ('s' settle, 'r' release, 'c' charge), number of scopes, reserved (charge: actual) cost
--- units, reserved (charge: actual) tokens, actual cost units, actual tokens.
+-- KEYS: dirty set, leases, fleet marker, then per operation its ticket (settle, release) or
+-- charge key and its scopes. ARGV: window ms, charge key lifetime ms, then per operation six
+-- values: kind ('s' settle, 'r' release, 'c' charge), number of scopes, reserved (charge:
+-- actual) cost units, reserved (charge: actual) tokens, actual cost units, actual tokens.
 -- Returns one value per operation: 1 applied, 0 nothing to do (already settled, released or
 -- charged), or the string 'ERR <message>' when that operation failed (its effects before the
--- failure stay; the other operations run regardless).
+-- failure stay; the other operations run regardless). Returns -1, running nothing, when the
+-- fleet marker is missing: a charge must not create a scope the reseed would then skip.
 local function batch(keys, args)
   local dirty, leases = keys[1], keys[2]
+  if redis.call('EXISTS', keys[3]) == 0 then return -1 end
   local window, ttl = args[1], args[2]
   local out = {}
-  local k, a = 3, 3
+  local k, a = 4, 3
   while a + 5 <= #args do
     local kind, n = args[a], tonumber(args[a + 1])
     local op_keys = {keys[k]}

@@ -136,7 +136,7 @@ mod tests_sentinel;
 #[cfg(test)]
 pub(crate) mod tests_wire;
 
-pub use batch::{BatchOp, BatchOptions};
+pub use batch::{BatchOp, BatchOptions, BatchReply};
 pub use library::LIBRARY_NAME;
 pub use policy::{BudgetsOnFailure, FailurePolicy, LimitsOnFailure, PolicyError};
 pub use reply::{OpOutcome, ReserveOutcome};

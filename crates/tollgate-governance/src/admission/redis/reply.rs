@@ -169,7 +169,10 @@ pub(crate) fn batch(v: &Value, count: usize) -> Result<Vec<OpOutcome>, CounterSt
         .map(|r| match (int(r), text(r)) {
             (Some(1), _) => Ok(OpOutcome::Applied),
             (Some(0), _) => Ok(OpOutcome::AlreadyDone),
-            (_, Some(t)) if t.starts_with("ERR ") => Ok(OpOutcome::Failed(t[4..].to_string())),
+            (_, Some(t)) => match t.strip_prefix("ERR ") {
+                Some(msg) => Ok(OpOutcome::Failed(msg.to_string())),
+                None => Err(bad("batch", v)),
+            },
             _ => Err(bad("batch", v)),
         })
         .collect()
@@ -229,4 +232,29 @@ pub(crate) fn drained(v: &Value, keys: &KeySpace) -> Result<Vec<SpendSnapshot>, 
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_reply_reads_one_outcome_per_operation() {
+        let v = Value::Array(vec![
+            Value::Int(1),
+            Value::Int(0),
+            Value::BulkString(b"ERR WRONGTYPE Operation against a key".to_vec()),
+        ]);
+        assert_eq!(
+            batch(&v, 3).unwrap(),
+            [
+                OpOutcome::Applied,
+                OpOutcome::AlreadyDone,
+                OpOutcome::Failed("WRONGTYPE Operation against a key".to_string()),
+            ]
+        );
+        assert!(batch(&v, 2).is_err(), "one reply per operation");
+        let odd = Value::Array(vec![Value::BulkString(b"what".to_vec())]);
+        assert!(batch(&odd, 1).is_err());
+    }
 }

@@ -4,7 +4,7 @@
 
 use super::tests::{open, redis_url, req, test_options};
 use super::tests_wire::{Monitor, commandstats, private_redis};
-use super::{BatchOp, BatchOptions, OpOutcome};
+use super::{BatchOp, BatchOptions, BatchReply, OpOutcome};
 use crate::admission::{Actual, AsyncCounterStore, Limits, ScopeKey, ScopeKind, ScopeRequest};
 
 /// `usec` of `FCALL` in `INFO commandstats` (server time spent in function calls, µs).
@@ -26,6 +26,7 @@ async fn a_batch_of_256_settlements_is_one_pipeline_of_eight_calls() {
         return;
     };
     let (store, _c) = open(&server.url, test_options()).await;
+    store.mark_seeded().await.unwrap();
     let mut admin = redis::Client::open(server.url.as_str())
         .unwrap()
         .get_connection()
@@ -77,7 +78,7 @@ async fn a_batch_of_256_settlements_is_one_pipeline_of_eight_calls() {
     let before = commandstats(&mut admin);
     let outcomes = store.batch(&ops, BatchOptions::default()).await.unwrap();
     let after = commandstats(&mut admin);
-    assert_eq!(outcomes, vec![OpOutcome::Applied; 256]);
+    assert_eq!(outcomes, BatchReply::Done(vec![OpOutcome::Applied; 256]));
     assert_eq!(monitor.client_commands(&mut admin), vec!["FCALL"; 8]);
     assert_eq!(super::tests_wire::fcalls(&before, &after), 8);
     drop(monitor);
