@@ -463,3 +463,58 @@ async fn a_failed_reseed_falls_back_and_backs_off() {
     assert!(store.is_seeded().await.unwrap());
     assert_eq!(spend_units(&store, &ScopeKey::key("l")).await, (5, 0, 0));
 }
+
+/// At load: 64 workers, each reserving (awaited) and settling (queued) 50 requests in turn
+/// (bounded: 3 200 requests, 60 s at most). One round trip per request before the call;
+/// after it, at most 0.1 per request (a batch carries 10 settlements or more).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_c64_the_settlements_cost_at_most_a_tenth_of_a_round_trip_each() {
+    let Some((b, store, _c, _)) = batched("c64 load", BatchedOptions::default()).await else {
+        return;
+    };
+    let started = Instant::now();
+    let mut workers = tokio::task::JoinSet::new();
+    for w in 0..64u32 {
+        let b = Arc::clone(&b);
+        workers.spawn(async move {
+            let scopes = [
+                ScopeRequest::new(ScopeKey::key(&format!("k{}", w % 8)), budget(1000.0)),
+                ScopeRequest::new(ScopeKey::new(ScopeKind::Team, "t"), budget(1000.0)),
+            ];
+            for i in 0..50u32 {
+                if started.elapsed() > Duration::from_secs(60) {
+                    return i;
+                }
+                let id = format!("w{w}-{i}");
+                let (t, _) = b
+                    .reserve(&request(&id, &scopes, 0.001))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                b.settle(
+                    t,
+                    Actual {
+                        cost_units: 11,
+                        tokens: 2,
+                    },
+                );
+            }
+            50
+        });
+    }
+    let done: u32 = workers.join_all().await.into_iter().sum();
+    assert_eq!(b.flush(Duration::from_secs(5)).await, 0);
+    let elapsed = started.elapsed();
+    let c = b.round_trips().snapshot();
+    eprintln!(
+        "c=64, {done} requests in {elapsed:?}: {:.3} round trips before the call and {:.4} after it per request, {:.1} settlements a batch; {c:?}",
+        c.before_call as f64 / f64::from(done),
+        c.after_call as f64 / f64::from(done),
+        c.settled_ops as f64 / c.batches.max(1) as f64
+    );
+    assert_eq!(done, 3200, "the load finished within its bound");
+    assert_eq!((c.before_call, c.settled_ops, c.late_ops), (3200, 3200, 0));
+    assert!(c.after_call_per_op() <= 0.1, "{c:?}");
+    let team = ScopeKey::new(ScopeKind::Team, "t");
+    assert_eq!(spend_units(&store, &team).await, (11 * 3200, 0, 0));
+}
