@@ -6,7 +6,8 @@
 //! up with what was queued meanwhile. A re-sent operation that had taken effect changes
 //! nothing (its ticket or charge key), so a batch is delivered exactly once per operation.
 //! A batch Redis refuses for want of the fleet marker (it lost its data) waits for the fleet
-//! to be seeded again (`reseed.rs`), then goes again.
+//! to be seeded again (`reseed.rs`), then goes again as never sent: a settlement whose ticket
+//! was lost with the data is then charged its actual usage (see `RedisCounterStore::batch`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::batched::Core;
 use super::counts::RoundTrips;
 use super::reseed;
-use crate::admission::redis::{BatchOp, BatchReply, OpOutcome};
+use crate::admission::redis::{BatchOp, BatchReply, OpOutcome, Resent};
 
 const FIRST_RETRY: Duration = Duration::from_millis(10);
 const LAST_RETRY: Duration = Duration::from_millis(500);
@@ -26,6 +27,8 @@ pub(super) async fn run(core: Arc<Core>) {
     let mut ops: Vec<BatchOp> = Vec::with_capacity(q.max_batch());
     let mut queued: Vec<Instant> = Vec::with_capacity(q.max_batch());
     let mut pause = Duration::ZERO;
+    // the leading operations of `ops` sent before, and the fleet generation last seen
+    let mut resent = Resent::default();
     loop {
         if ops.is_empty() {
             if q.len() == 0 {
@@ -43,17 +46,35 @@ pub(super) async fn run(core: Arc<Core>) {
         if ops.is_empty() {
             continue;
         }
-        match send(&core, &ops, &queued).await {
-            Sent::Delivered => {
+        if resent.count > 0 && resent.generation.is_none() {
+            // sent before any batch told the generation: ask for it (retries only)
+            if let Ok(g) = core.store.fleet_generation().await {
+                resent.generation = g.map(Arc::from);
+            }
+        }
+        match send(&core, &ops, &queued, &resent).await {
+            Sent::Delivered(generation) => {
                 ops.clear();
                 queued.clear();
                 pause = Duration::ZERO;
+                resent = Resent {
+                    count: 0,
+                    generation: Some(generation),
+                };
             }
-            Sent::Failed => pause = (pause * 2).clamp(FIRST_RETRY, LAST_RETRY),
+            Sent::Failed => {
+                resent.count = ops.len();
+                pause = (pause * 2).clamp(FIRST_RETRY, LAST_RETRY);
+            }
+            // Redis lost its data, and with it whatever an earlier send of these did
             Sent::Unseeded => match reseed::reseed(&core).await {
-                Ok(()) => pause = Duration::ZERO,
+                Ok(()) => {
+                    resent = Resent::default();
+                    pause = Duration::ZERO;
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "reseed before a counter batch failed");
+                    resent = Resent::default();
                     pause = (pause * 2).clamp(FIRST_RETRY, LAST_RETRY);
                 }
             },
@@ -75,8 +96,8 @@ async fn linger(core: &Core) {
 
 /// What became of one send.
 enum Sent {
-    /// Each operation applied, found done, or refused on its own.
-    Delivered,
+    /// Each operation applied, found done, or refused on its own; the fleet generation.
+    Delivered(Arc<str>),
     /// The round trip failed: send again.
     Failed,
     /// Redis lost its data: seed it again, then send again.
@@ -84,15 +105,15 @@ enum Sent {
 }
 
 /// One round trip for `ops`.
-async fn send(core: &Core, ops: &[BatchOp], queued: &[Instant]) -> Sent {
+async fn send(core: &Core, ops: &[BatchOp], queued: &[Instant], resent: &Resent) -> Sent {
     RoundTrips::bump(&core.counts.after_call);
     let sent = tokio::time::timeout(
         core.opts.send_timeout,
-        core.store.batch(ops, core.opts.batch),
+        core.store.batch(ops, resent, core.opts.batch),
     )
     .await;
-    let outcomes = match sent {
-        Ok(Ok(BatchReply::Done(o))) => o,
+    let (generation, outcomes) = match sent {
+        Ok(Ok(BatchReply::Done(g, o))) => (g, o),
         Ok(Ok(BatchReply::Unseeded)) => return Sent::Unseeded,
         Ok(Err(e)) => {
             tracing::warn!(ops = ops.len(), error = %e, "counter batch not delivered; sending it again");
@@ -126,5 +147,5 @@ async fn send(core: &Core, ops: &[BatchOp], queued: &[Instant]) -> Sent {
     RoundTrips::add(&c.settled_ops, ops.len() as u64 - failed);
     RoundTrips::bump(&c.batches);
     core.queue.resolved(ops.len());
-    Sent::Delivered
+    Sent::Delivered(generation)
 }

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use super::{BatchedOptions, BatchedRedis, NoSeeds, RoundTripCounts, Seed};
 use crate::admission::money::usd_to_units;
 use crate::admission::redis::tests::{Cleanup, open, redis_url, test_options};
-use crate::admission::redis::{BatchOp, BatchOptions, FailurePolicy, OpOutcome, RedisCounterStore};
+use crate::admission::redis::{
+    BatchOp, BatchOptions, FailurePolicy, OpOutcome, RedisCounterStore, Resent,
+};
 use crate::admission::{
     Actual, Limits, ReserveRequest, ScopeKey, ScopeKind, ScopeRequest, SharedCounters, Ticket,
 };
@@ -179,17 +181,31 @@ async fn a_batch_sent_again_charges_once() {
     ];
     let one_per_call = BatchOptions { ops_per_call: 1 };
     // without the fleet marker nothing runs: a charge must not create a scope before the seed
-    let unseeded = store.batch(&ops, one_per_call).await.unwrap();
+    let fresh = Resent::default();
+    let unseeded = store.batch(&ops, &fresh, one_per_call).await.unwrap();
     assert_eq!(unseeded, BatchReply::Unseeded);
     assert_eq!(
         spend_units(&store, &scopes[0].key).await,
         (0, usd_to_units(1.0), 2)
     );
     store.mark_seeded().await.unwrap();
-    let first = store.batch(&ops, one_per_call).await.unwrap();
-    assert_eq!(first, BatchReply::Done(vec![OpOutcome::Applied; 3]));
-    let again = store.batch(&ops, BatchOptions::default()).await.unwrap();
-    assert_eq!(again, BatchReply::Done(vec![OpOutcome::AlreadyDone; 3]));
+    let first = store.batch(&ops, &fresh, one_per_call).await.unwrap();
+    let BatchReply::Done(generation, outcomes) = first else {
+        panic!("{first:?}");
+    };
+    assert_eq!(outcomes, vec![OpOutcome::Applied; 3]);
+    let resent = Resent {
+        count: 3,
+        generation: Some(generation.clone()),
+    };
+    let again = store
+        .batch(&ops, &resent, BatchOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        BatchReply::Done(generation, vec![OpOutcome::AlreadyDone; 3])
+    );
     let sp = store.spend(&scopes[0].key).await.unwrap().unwrap();
     assert_eq!(
         usd_to_units(sp.spend),
@@ -197,6 +213,76 @@ async fn a_batch_sent_again_charges_once() {
         "one settlement, one charge"
     );
     assert_eq!((sp.reserved, sp.in_flight, sp.window_tokens), (0.0, 0, 80));
+}
+
+/// A settlement whose ticket Redis no longer holds: sent for the first time (or sent before
+/// in another fleet generation), the ticket was lost with Redis's data and the actual usage
+/// is charged; sent again in the same generation, it may have been applied and changes
+/// nothing.
+#[tokio::test]
+async fn a_settlement_whose_ticket_was_lost_is_charged_unless_it_may_have_been_applied() {
+    let Some(url) = redis_url("lost ticket") else {
+        return;
+    };
+    let opts = test_options();
+    let prefix = opts.key_prefix.clone();
+    let (store, _c) = open(&url, opts).await;
+    use crate::admission::AsyncCounterStore;
+    use crate::admission::redis::BatchReply;
+    store.mark_seeded().await.unwrap();
+    let generation: Arc<str> = Arc::from(store.fleet_generation().await.unwrap().unwrap());
+    let scopes = [ScopeRequest::new(ScopeKey::key("h"), budget(10.0))];
+    let mut admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let actual = Actual {
+        cost_units: 30,
+        tokens: 4,
+    };
+    let mut lost = |id: &str| {
+        let _: i64 = redis::cmd("DEL")
+            .arg(format!("{{{prefix}}}:t:0:{id}"))
+            .query(&mut admin)
+            .unwrap();
+    };
+    let mut outcome = async |id: &str, resent: Resent| {
+        let (t, _) = store
+            .reserve(&request(id, &scopes, 0.1))
+            .await
+            .unwrap()
+            .unwrap();
+        lost(id);
+        let ops = [BatchOp::Settle(t, actual)];
+        match store
+            .batch(&ops, &resent, BatchOptions::default())
+            .await
+            .unwrap()
+        {
+            BatchReply::Done(_, o) => o,
+            BatchReply::Unseeded => panic!("seeded"),
+        }
+    };
+    assert_eq!(
+        outcome("first", Resent::default()).await,
+        [OpOutcome::Applied]
+    );
+    let same = Resent {
+        count: 1,
+        generation: Some(generation),
+    };
+    assert_eq!(outcome("again", same).await, [OpOutcome::AlreadyDone]);
+    let other = Resent {
+        count: 1,
+        generation: Some(Arc::from("an older generation")),
+    };
+    assert_eq!(outcome("older", other).await, [OpOutcome::Applied]);
+    let sp = store.spend(&scopes[0].key).await.unwrap().unwrap();
+    assert_eq!(
+        (usd_to_units(sp.spend), sp.window_tokens),
+        (60, 8 + 3 * 20),
+        "two charges of 30 units and 4 tokens; the lost reservations still hold 20 tokens each"
+    );
 }
 
 /// A scope hash overwritten by something else (a string): that ticket's settlement fails,

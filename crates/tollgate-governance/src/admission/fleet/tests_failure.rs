@@ -187,7 +187,7 @@ async fn redis_stopped_refuses_budgets_admits_limits_locally_and_charges_them_wh
 
 /// Redis restarted empty: the next reservations (of two replicas at once) find the fleet
 /// marker missing, one replica seeds the scopes from the source, and both see the seeded
-/// spend.
+/// spend; a settlement of a request in flight across the restart is charged once.
 #[tokio::test]
 async fn redis_restarted_empty_is_seeded_again_once_for_the_fleet() {
     if redis_url("restarted empty").is_none() {
@@ -245,7 +245,21 @@ async fn redis_restarted_empty_is_seeded_again_once_for_the_fleet() {
         usd_to_units(3.0)
     );
 
+    // a request in flight across the restart: its ticket is lost with Redis's data
+    let (pending, _) = b1
+        .reserve(&request("p", &scopes, 0.1))
+        .await
+        .unwrap()
+        .unwrap();
     drop(server);
+    b1.settle(
+        pending,
+        Actual {
+            cost_units: usd_to_units(0.4),
+            tokens: 1,
+        },
+    );
+    assert_eq!(b1.flush(Duration::from_millis(200)).await, 1);
     let Some(_server) = private("restarted empty", port, &[]).await else {
         return;
     };
@@ -275,15 +289,20 @@ async fn redis_restarted_empty_is_seeded_again_once_for_the_fleet() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (sp1, sp2) = seen.expect("both replicas admit again");
-    let seeded = Some(Arc::from(&[usd_to_units(2.5)][..]));
-    assert_eq!((sp1, sp2), (seeded.clone(), seeded), "the source's spend");
+    // the source's spend, plus the lost ticket's settlement once the batcher delivered it
+    let (seeded, with_pending) = (usd_to_units(2.5), usd_to_units(2.9));
+    for sp in [sp1, sp2] {
+        let sp = sp.as_deref().unwrap()[0];
+        assert!(sp == seeded || sp == with_pending, "{sp}");
+    }
     let reseeds = b1.round_trips().snapshot().reseeds + b2.round_trips().snapshot().reseeds;
     assert_eq!(reseeds, 2, "once at start, once after the restart");
     assert_eq!(b1.flush(Duration::from_secs(5)).await, 0);
     assert_eq!(b2.flush(Duration::from_secs(5)).await, 0);
     assert_eq!(
         spend_units(&s1, &ScopeKey::key("s")).await,
-        (usd_to_units(2.5), 0, 0)
+        (usd_to_units(2.5) + usd_to_units(0.4), 0, 0),
+        "the seed, and the settlement whose ticket was lost, charged once"
     );
 }
 

@@ -11,6 +11,8 @@
 //! 15 ms). Calls of [`BatchOptions::ops_per_call`] operations let reservations run between
 //! them, and the pipeline still costs one round trip.
 
+use std::sync::Arc;
+
 use redis::Pipeline;
 
 use super::super::store::{Actual, Ticket};
@@ -55,11 +57,21 @@ impl Default for BatchOptions {
     }
 }
 
+/// Which leading operations of a batch were sent before (a send whose reply was lost).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resent {
+    /// How many of the batch's first operations were sent before.
+    pub count: usize,
+    /// The fleet generation (the marker's value, [`BatchReply::Done`]) when they were; a
+    /// different one now means Redis lost its data since, and what they did with it.
+    pub generation: Option<Arc<str>>,
+}
+
 /// What a batch's round trip answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchReply {
-    /// One outcome per operation, in order.
-    Done(Vec<OpOutcome>),
+    /// The fleet generation, and one outcome per operation, in order.
+    Done(Arc<str>, Vec<OpOutcome>),
     /// The fleet marker is missing (Redis lost its data): some calls of the pipeline ran
     /// nothing; seed the fleet again, then send the whole batch again (what did run is a
     /// no-op the second time).
@@ -73,9 +85,13 @@ impl RedisCounterStore {
     /// Sends `ops` in one round trip: a pipeline of `tollgate_v2_batch` calls of at most
     /// `opts.ops_per_call` operations each. Returns one outcome per operation, in order, or
     /// [`BatchReply::Unseeded`] when the fleet marker is missing. A failed operation
-    /// ([`OpOutcome::Failed`]) fails only itself. Re-sending the same operations (after a
-    /// timeout whose reply was lost) changes nothing: each ticket or charge key is applied
-    /// once.
+    /// ([`OpOutcome::Failed`]) fails only itself.
+    ///
+    /// The first `resent.count` operations were sent before (a send whose reply was lost):
+    /// for them, as for every release and charge, an operation already applied changes nothing
+    /// (its ticket or charge key). A settlement never sent before (or sent before Redis lost
+    /// its data: another generation) whose ticket Redis does not hold lost it with Redis's
+    /// data, and its actual usage is charged all the same: nothing settled is lost.
     ///
     /// # Errors
     /// [`CounterStoreError::Unavailable`] when the round trip fails (nothing can be assumed
@@ -84,23 +100,29 @@ impl RedisCounterStore {
     pub async fn batch(
         &self,
         ops: &[BatchOp],
+        resent: &Resent,
         opts: BatchOptions,
     ) -> Result<BatchReply, CounterStoreError> {
         if ops.is_empty() {
-            return Ok(BatchReply::Done(Vec::new()));
+            return Ok(BatchReply::Done(Arc::from(""), Vec::new()));
         }
         let chunk = opts.ops_per_call.max(1);
         let mut pipe = redis::pipe();
-        for part in ops.chunks(chunk) {
-            self.batch_call(&mut pipe, part);
+        for (i, part) in ops.chunks(chunk).enumerate() {
+            let first = i * chunk;
+            let before = resent.count.saturating_sub(first);
+            self.batch_call(&mut pipe, part, before, resent.generation.as_deref());
         }
         let replies = self.pipeline(&pipe).await?;
         let mut out = Vec::with_capacity(ops.len());
+        let mut generation = String::new();
         for (part, v) in ops.chunks(chunk).zip(&replies) {
             if reply::int(v) == Some(-1) {
                 return Ok(BatchReply::Unseeded);
             }
-            out.extend(reply::batch(v, part.len())?);
+            let (g, outcomes) = reply::batch(v, part.len())?;
+            generation = g;
+            out.extend(outcomes);
         }
         if out.len() != ops.len() {
             return Err(CounterStoreError::BadReply {
@@ -108,19 +130,28 @@ impl RedisCounterStore {
                 detail: format!("{} replies for {} operations", out.len(), ops.len()),
             });
         }
-        Ok(BatchReply::Done(out))
+        Ok(BatchReply::Done(Arc::from(generation), out))
     }
 
-    /// Appends one `tollgate_v2_batch` call for `ops` to `pipe` (argument shapes: `library.lua`).
-    fn batch_call(&self, pipe: &mut Pipeline, ops: &[BatchOp]) {
+    /// Appends one `tollgate_v2_batch` call for `ops`, the first `resent` of them sent before
+    /// in fleet `generation`, to `pipe` (argument shapes: `library.lua`).
+    fn batch_call(
+        &self,
+        pipe: &mut Pipeline,
+        ops: &[BatchOp],
+        resent: usize,
+        generation: Option<&str>,
+    ) {
         let mut keys = vec![self.keys.dirty(), self.keys.leases(), self.keys.fleet()];
         let mut args = vec![
             self.opts.rate_window_ms.to_string(),
             self.opts.lease.as_millis().to_string(),
+            generation.unwrap_or_default().to_string(),
         ];
-        for op in ops {
+        for (i, op) in ops.iter().enumerate() {
             let t = op.ticket();
             let (kind, actual) = match op {
+                BatchOp::Settle(_, a) if i < resent => ("S", *a),
                 BatchOp::Settle(_, a) => ("s", *a),
                 BatchOp::Release(_) => ("r", Actual::default()),
                 BatchOp::Charge(_, a) => ("c", *a),

@@ -8,7 +8,7 @@
 //! | `{p}:leases` | sorted set | tickets scored by the end of their lease, ms |
 //! | `{p}:dirty` | set | scope keys changed since the last drain |
 //! | `{p}:c:<attempt>:<request id>` | string | a local fallback's usage charged (idempotency) |
-//! | `{p}:fleet` | string | the fleet's scopes are seeded (gone after a restart without data) |
+//! | `{p}:fleet` | string | the fleet generation: the scopes are seeded (gone after a restart without data) |
 //! | `{p}:reseed` | string | the replica seeding the fleet now (lock with a lifetime) |
 
 use super::super::scope::{ScopeKey, ScopeKind};

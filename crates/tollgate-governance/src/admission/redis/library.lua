@@ -281,24 +281,29 @@ local function finish(keys, args)
   return out
 end
 
--- KEYS: charge key, dirty set, then the scopes. ARGV: window ms, charge key lifetime ms, cost
--- units, tokens. Adds usage counted elsewhere (a replica's local fallback) to every scope,
--- exactly once per charge key: 1 when charged, 0 when the key says it already was.
-local function charge(keys, args)
-  if not redis.call('SET', keys[1], '1', 'NX', 'PX', args[2]) then return 0 end
-  local window, cost, tokens = tonumber(args[1]), args[3], tonumber(args[4])
+-- Adds `cost` units and `tokens` tokens of usage counted elsewhere to each scope of
+-- `scope_keys` (budget and rate windows rolled first).
+local function add_usage(scope_keys, dirty, window, cost, tokens)
   local now = now_ms()
-  for i = 3, #keys do
-    local st = load(keys[i])
-    roll_budget(st, st.dur, now, keys[2])
+  for _, key in ipairs(scope_keys) do
+    local st = load(key)
+    roll_budget(st, st.dur, now, dirty)
     roll_window(st, now, window)
     if cost ~= '0' or tokens ~= 0 then
       redis.call('HINCRBY', st.key, 'spend', cost)
       redis.call('HINCRBY', st.key, 'add', cost)
       redis.call('HSET', st.key, 'wt', int(st.wt + tokens))
-      mark_dirty(keys[2], st.key)
+      mark_dirty(dirty, st.key)
     end
   end
+end
+
+-- KEYS: charge key, dirty set, then the scopes. ARGV: window ms, charge key lifetime ms, cost
+-- units, tokens. Adds usage counted elsewhere (a replica's local fallback) to every scope,
+-- exactly once per charge key: 1 when charged, 0 when the key says it already was.
+local function charge(keys, args)
+  if not redis.call('SET', keys[1], '1', 'NX', 'PX', args[2]) then return 0 end
+  add_usage({unpack(keys, 3)}, keys[2], tonumber(args[1]), args[3], tonumber(args[4]))
   return 1
 end
 
@@ -309,21 +314,31 @@ local function message(e)
 end
 
 -- KEYS: dirty set, leases, fleet marker, then per operation its ticket (settle, release) or
--- charge key and its scopes. ARGV: window ms, charge key lifetime ms, then per operation six
--- values: kind ('s' settle, 'r' release, 'c' charge), number of scopes, reserved (charge:
--- actual) cost units, reserved (charge: actual) tokens, actual cost units, actual tokens.
--- Returns one value per operation: 1 applied, 0 nothing to do (already settled, released or
--- charged), or the string 'ERR <message>' when that operation failed (its effects before the
--- failure stay; the other operations run regardless). Returns -1, running nothing, when the
--- fleet marker is missing: a charge must not create a scope the reseed would then skip.
+-- charge key and its scopes. ARGV: window ms, charge key lifetime ms, the fleet generation
+-- (the marker's value) when the operations marked 'S' were sent, then per operation six
+-- values: kind ('s' settle, 'S' settle sent before, 'r' release, 'c' charge), number of
+-- scopes, reserved (charge: actual) cost units, reserved (charge: actual) tokens, actual cost
+-- units, actual tokens. A settlement never sent before whose ticket Redis does not hold lost
+-- it with Redis's data (a restart without persistence, a failover before replication): its
+-- actual usage is charged all the same. One sent before ('S') may have been applied by the
+-- send whose reply was lost, and changes nothing then, unless the generation changed since
+-- (Redis lost its data in between, that application with it).
+-- Returns the generation, then one value per operation: 1 applied, 0 nothing to do (already
+-- settled, released or charged), or the string 'ERR <message>' when that operation failed
+-- (its effects before the failure stay; the other operations run regardless). Returns -1,
+-- running nothing, when the fleet marker is missing: a charge must not create a scope the
+-- reseed would then skip.
 local function batch(keys, args)
   local dirty, leases = keys[1], keys[2]
-  if redis.call('EXISTS', keys[3]) == 0 then return -1 end
+  local gen = redis.call('GET', keys[3])
+  if not gen then return -1 end
+  local same = args[3] == gen
   local window, ttl = args[1], args[2]
-  local out = {}
-  local k, a = 4, 3
+  local out = {gen}
+  local k, a = 4, 4
   while a + 5 <= #args do
     local kind, n = args[a], tonumber(args[a + 1])
+    if kind == 'S' and not same then kind = 's' end
     local op_keys = {keys[k]}
     if kind == 'c' then
       op_keys[2] = dirty
@@ -333,8 +348,13 @@ local function batch(keys, args)
       for i = 1, n do op_keys[3 + i] = keys[k + i] end
     end
     local ok, r
-    if kind == 's' then
+    if kind == 's' or kind == 'S' then
       ok, r = pcall(finish, op_keys, {window, args[a + 2], args[a + 3], args[a + 4], args[a + 5]})
+      if ok and r == nil and kind == 's' then
+        ok, r = pcall(add_usage, {unpack(op_keys, 4)}, dirty, tonumber(window), args[a + 4],
+          tonumber(args[a + 5]))
+        r = 1
+      end
     elseif kind == 'r' then
       ok, r = pcall(finish, op_keys, {window, args[a + 2], args[a + 3], '0', '0'})
     elseif kind == 'c' then

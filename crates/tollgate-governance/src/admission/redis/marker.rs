@@ -38,15 +38,32 @@ impl RedisCounterStore {
         Ok(reply::int(&v).ok_or_else(|| reply::bad("exists", &v))? == 1)
     }
 
-    /// Writes the fleet marker (the scopes are seeded).
+    /// Writes the fleet marker (the scopes are seeded), a new random generation: a batch sent
+    /// again after Redis lost its data can tell.
     ///
     /// # Errors
     /// As any call.
     pub async fn mark_seeded(&self) -> Result<(), CounterStoreError> {
         let mut cmd = redis::cmd("SET");
-        cmd.arg(self.keys.fleet()).arg("1");
+        cmd.arg(self.keys.fleet())
+            .arg(format!("{:016x}", rand::random::<u64>()));
         self.conn.send(&cmd).await.map_err(unavailable)?;
         Ok(())
+    }
+
+    /// The fleet generation (the marker's value), `None` when the marker is missing.
+    ///
+    /// # Errors
+    /// As any call.
+    pub async fn fleet_generation(&self) -> Result<Option<String>, CounterStoreError> {
+        let mut cmd = redis::cmd("GET");
+        cmd.arg(self.keys.fleet());
+        let v = self.conn.send(&cmd).await.map_err(unavailable)?;
+        match &v {
+            redis::Value::Nil => Ok(None),
+            redis::Value::BulkString(b) => Ok(Some(String::from_utf8_lossy(b).into_owned())),
+            _ => Err(reply::bad("get", &v)),
+        }
     }
 
     /// Takes the reseed lock for `ttl` unless another replica holds it; true when taken.

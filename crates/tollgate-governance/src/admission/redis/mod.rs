@@ -108,11 +108,14 @@
 //!   scopes are seeded, is gone. The next reservation answers so (nothing reserved), the
 //!   replica seeds every scope from the server's [`ReseedSource`](crate::admission::fleet::ReseedSource)
 //!   (the database) where Redis does not hold it, under a fleet-wide lock so one replica
-//!   seeds while the others wait for the marker, and reserves again. Reservations in flight at
-//!   the restart lost their tickets: their settlements find nothing to settle and charge
-//!   nothing in Redis (their usage reaches the database through the spend log, which the next
-//!   seed reads). Only [`RedisCounterStore::reserve_checked`] checks the marker; the plain
-//!   [`AsyncCounterStore`](super::AsyncCounterStore) reserve does not.
+//!   seeds while the others wait for the marker, and reserves again. Batches wait for the
+//!   marker too (a charge must not create a scope the seed would then skip). Requests in
+//!   flight at the restart lost their tickets: a settlement whose ticket Redis does not hold
+//!   is charged its actual usage, unless it was sent before in the same generation (the
+//!   marker's random value), where the send whose reply was lost may have applied it. The one
+//!   case counted twice: a settlement applied, drained to the database and then lost with
+//!   Redis before its reply arrived. Only [`RedisCounterStore::reserve_checked`] checks the
+//!   marker; the plain [`AsyncCounterStore`](super::AsyncCounterStore) reserve does not.
 
 mod batch;
 mod keys;
@@ -136,7 +139,7 @@ mod tests_sentinel;
 #[cfg(test)]
 pub(crate) mod tests_wire;
 
-pub use batch::{BatchOp, BatchOptions, BatchReply};
+pub use batch::{BatchOp, BatchOptions, BatchReply, Resent};
 pub use library::LIBRARY_NAME;
 pub use policy::{BudgetsOnFailure, FailurePolicy, LimitsOnFailure, PolicyError};
 pub use reply::{OpOutcome, ReserveOutcome};

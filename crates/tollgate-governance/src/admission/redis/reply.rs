@@ -159,13 +159,22 @@ pub enum OpOutcome {
     Failed(String),
 }
 
-/// The reply of `tollgate_v2_batch` for `count` operations.
-pub(crate) fn batch(v: &Value, count: usize) -> Result<Vec<OpOutcome>, CounterStoreError> {
+/// The reply of `tollgate_v2_batch` for `count` operations: the fleet generation and one
+/// outcome per operation.
+pub(crate) fn batch(
+    v: &Value,
+    count: usize,
+) -> Result<(String, Vec<OpOutcome>), CounterStoreError> {
     let a = items(v, "batch")?;
-    if a.len() != count {
+    let Some((generation, rest)) = a.split_first() else {
+        return Err(bad("batch", v));
+    };
+    let generation = text(generation).ok_or_else(|| bad("batch", v))?.to_string();
+    if rest.len() != count {
         return Err(bad("batch", v));
     }
-    a.iter()
+    let outcomes = rest
+        .iter()
         .map(|r| match (int(r), text(r)) {
             (Some(1), _) => Ok(OpOutcome::Applied),
             (Some(0), _) => Ok(OpOutcome::AlreadyDone),
@@ -175,7 +184,8 @@ pub(crate) fn batch(v: &Value, count: usize) -> Result<Vec<OpOutcome>, CounterSt
             },
             _ => Err(bad("batch", v)),
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((generation, outcomes))
 }
 
 /// The reply of `tollgate_v2_settle`: nil, or each scope's spend in units.
@@ -241,20 +251,27 @@ mod tests {
     #[test]
     fn a_batch_reply_reads_one_outcome_per_operation() {
         let v = Value::Array(vec![
+            Value::BulkString(b"g1".to_vec()),
             Value::Int(1),
             Value::Int(0),
             Value::BulkString(b"ERR WRONGTYPE Operation against a key".to_vec()),
         ]);
         assert_eq!(
             batch(&v, 3).unwrap(),
-            [
-                OpOutcome::Applied,
-                OpOutcome::AlreadyDone,
-                OpOutcome::Failed("WRONGTYPE Operation against a key".to_string()),
-            ]
+            (
+                "g1".to_string(),
+                vec![
+                    OpOutcome::Applied,
+                    OpOutcome::AlreadyDone,
+                    OpOutcome::Failed("WRONGTYPE Operation against a key".to_string()),
+                ]
+            )
         );
         assert!(batch(&v, 2).is_err(), "one reply per operation");
-        let odd = Value::Array(vec![Value::BulkString(b"what".to_vec())]);
+        let odd = Value::Array(vec![
+            Value::BulkString(b"g1".to_vec()),
+            Value::BulkString(b"what".to_vec()),
+        ]);
         assert!(batch(&odd, 1).is_err());
     }
 }

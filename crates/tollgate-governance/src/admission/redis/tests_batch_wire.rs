@@ -4,7 +4,7 @@
 
 use super::tests::{open, redis_url, req, test_options};
 use super::tests_wire::{Monitor, commandstats, private_redis};
-use super::{BatchOp, BatchOptions, BatchReply, OpOutcome};
+use super::{BatchOp, BatchOptions, BatchReply, OpOutcome, Resent};
 use crate::admission::{Actual, AsyncCounterStore, Limits, ScopeKey, ScopeKind, ScopeRequest};
 
 /// `usec` of `FCALL` in `INFO commandstats` (server time spent in function calls, µs).
@@ -76,9 +76,15 @@ async fn a_batch_of_256_settlements_is_one_pipeline_of_eight_calls() {
     let mut monitor = Monitor::start(port);
     monitor.client_commands(&mut admin);
     let before = commandstats(&mut admin);
-    let outcomes = store.batch(&ops, BatchOptions::default()).await.unwrap();
+    let outcomes = store
+        .batch(&ops, &Resent::default(), BatchOptions::default())
+        .await
+        .unwrap();
     let after = commandstats(&mut admin);
-    assert_eq!(outcomes, BatchReply::Done(vec![OpOutcome::Applied; 256]));
+    let BatchReply::Done(_, outcomes) = outcomes else {
+        panic!("{outcomes:?}");
+    };
+    assert_eq!(outcomes, vec![OpOutcome::Applied; 256]);
     assert_eq!(monitor.client_commands(&mut admin), vec!["FCALL"; 8]);
     assert_eq!(super::tests_wire::fcalls(&before, &after), 8);
     drop(monitor);
@@ -87,7 +93,10 @@ async fn a_batch_of_256_settlements_is_one_pipeline_of_eight_calls() {
     for _ in 0..3 {
         let ops = reserve(256).await;
         let t0 = fcall_usec(&mut admin);
-        store.batch(&ops, BatchOptions::default()).await.unwrap();
+        store
+            .batch(&ops, &Resent::default(), BatchOptions::default())
+            .await
+            .unwrap();
         let t1 = fcall_usec(&mut admin);
         for op in reserve(32).await {
             if let BatchOp::Settle(t, a) = op {
