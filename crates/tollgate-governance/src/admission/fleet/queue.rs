@@ -24,7 +24,8 @@ pub(super) struct OpQueue {
     items: Mutex<VecDeque<Pending>>,
     capacity: usize,
     max_batch: usize,
-    /// Wakes the batcher: the first operation of an empty queue, a full batch, a flush.
+    /// Wakes the batcher: the first operation of an empty queue, the one that fills a batch, a
+    /// flush.
     pub(super) wake: Notify,
     /// Signalled after each delivered or given-up batch (what `flush` waits on).
     pub(super) progress: Notify,
@@ -67,7 +68,9 @@ impl OpQueue {
             q.len()
         };
         self.outstanding.fetch_add(1, Ordering::AcqRel);
-        if n == 1 || n >= self.max_batch {
+        // on the transitions only: a backlog (Redis down) must not wake a batcher that is
+        // pausing between retries at every request
+        if n == 1 || n == self.max_batch {
             self.wake.notify_one();
         }
         true

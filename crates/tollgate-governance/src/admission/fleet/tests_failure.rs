@@ -113,6 +113,7 @@ async fn redis_stopped_refuses_budgets_admits_limits_locally_and_charges_them_wh
     b.settle(t, cost(0.2));
     assert_eq!(b.flush(Duration::from_secs(5)).await, 0);
 
+    let trips_before = b.round_trips().snapshot().after_call;
     drop(server);
     let started = Instant::now();
     let refused = b.reserve(&request("b1", &budgeted, 0.1)).await;
@@ -156,6 +157,12 @@ async fn redis_stopped_refuses_budgets_admits_limits_locally_and_charges_them_wh
     }
     // five charges and the undo of the failed reservation wait for Redis
     assert_eq!(b.flush(Duration::from_millis(300)).await, 6);
+    // ...sent again at pauses doubling from 10 ms, not once per queued operation
+    let tries = b.round_trips().snapshot().after_call - trips_before;
+    assert!(
+        (1..=10).contains(&tries),
+        "{tries} sends while Redis was down"
+    );
 
     let Some(_server) = private("redis stopped", port, &persistent).await else {
         return;
