@@ -56,6 +56,7 @@
 //!   `x-ratelimit-*` headers.
 
 mod engine;
+pub mod fleet;
 mod memory;
 pub mod money;
 pub mod redis;

@@ -7,6 +7,9 @@
 //! | `{p}:t:<attempt>:<request id>` | string | one reservation in flight (or its tombstone) |
 //! | `{p}:leases` | sorted set | tickets scored by the end of their lease, ms |
 //! | `{p}:dirty` | set | scope keys changed since the last drain |
+//! | `{p}:c:<attempt>:<request id>` | string | a local fallback's usage charged (idempotency) |
+//! | `{p}:fleet` | string | the fleet generation: the scopes are seeded (gone after a restart without data) |
+//! | `{p}:reseed` | string | the replica seeding the fleet now (lock with a lifetime) |
 
 use super::super::scope::{ScopeKey, ScopeKind};
 
@@ -53,6 +56,21 @@ impl KeySpace {
         format!("{}t:{attempt}:{request_id}", self.head)
     }
 
+    /// The record that a local fallback's usage was charged to the scopes.
+    pub(crate) fn charge(&self, request_id: &str, attempt: u32) -> String {
+        format!("{}c:{attempt}:{request_id}", self.head)
+    }
+
+    /// The fleet marker: present while the scopes hold what was seeded and counted since.
+    pub(crate) fn fleet(&self) -> String {
+        format!("{}fleet", self.head)
+    }
+
+    /// The lock of the replica seeding the fleet.
+    pub(crate) fn reseed_lock(&self) -> String {
+        format!("{}reseed", self.head)
+    }
+
     /// The sorted set of leases.
     pub(crate) fn leases(&self) -> String {
         format!("{}leases", self.head)
@@ -93,6 +111,9 @@ mod tests {
         assert_eq!(ks.ticket("req-1", 2), "{tollgate}:t:2:req-1");
         assert_eq!(ks.leases(), "{tollgate}:leases");
         assert_eq!(ks.dirty(), "{tollgate}:dirty");
+        assert_eq!(ks.charge("req-1", 2), "{tollgate}:c:2:req-1");
+        assert_eq!(ks.fleet(), "{tollgate}:fleet");
+        assert_eq!(ks.reseed_lock(), "{tollgate}:reseed");
         assert_eq!(ks.scope(&ScopeKey::global()), "{tollgate}:s:global:");
         assert_eq!(
             ks.parse_scope("{tollgate}:s:global:"),

@@ -1,6 +1,6 @@
-#!lua name=tollgate_v1
+#!lua name=tollgate_v2
 
--- Tollgate admission counters, version 1. Loaded with FUNCTION LOAD REPLACE; every function
+-- Tollgate admission counters, version 2. Loaded with FUNCTION LOAD REPLACE; every function
 -- name carries the version, so replicas running two versions during a rolling deploy never
 -- call each other's code. The rules are those of Tollgate's in-process counter store
 -- (tollgate-governance `admission/memory.rs`); the Rust side documents them.
@@ -22,6 +22,12 @@
 -- reservation of any replica, and its ticket becomes the tombstone 'x', so a late settlement
 -- still charges the actual usage, once. The ticket key expires two leases after the
 -- reservation; the record in the sorted set does not, so a release never depends on it.
+--
+-- A charge key (one per request id and attempt) records that the usage of a request admitted
+-- while Redis was unreachable (on a replica's local fallback counters) has been added to the
+-- scopes: a re-sent charge changes nothing. The fleet marker KEYS[4] of a checked reserve is
+-- written once the fleet's scopes are seeded; a Redis restarted empty has lost it, and a
+-- checked reserve then refuses with {0, 6} so the client seeds the scopes again first.
 --
 -- Time is the server's: redis.call('TIME'). Functions replicate their effects, so the clock
 -- read is allowed.
@@ -175,25 +181,29 @@ local function roll_window(st, now, window)
   return now + window
 end
 
--- KEYS: ticket, dirty set, leases, then each distinct scope.
--- ARGV: window ms, lease ms, cost units, prompt tokens, reserve tokens, then per scope:
---   max budget units, budget duration, rpm, tpm, max parallel ('' = none).
--- Returns {1, now, [position, requests left, tokens left, window end]...} (-1 = no limit) for
--- the scopes with an RPM or TPM limit, or a denial:
+-- KEYS: ticket, dirty set, leases, fleet marker, then each distinct scope.
+-- ARGV: window ms, lease ms, cost units, prompt tokens, reserve tokens, check marker ('1' = refuse
+--   when the fleet marker is missing), then per scope: max budget units, budget duration, rpm,
+--   tpm, max parallel ('' = none).
+-- Returns {1, now, n, spend 1..n (units, decimal strings, after the budget roll),
+--   [position, requests left, tokens left, window end]...} (-1 = no limit; the quadruples for
+-- the scopes with an RPM or TPM limit), or a denial:
 --   {0, 1, position, spend, reserved, max}   budget
 --   {0, 2, position, limit, window end}      requests
 --   {0, 3, position, limit, used, window end} tokens
 --   {0, 4, position, limit}                  parallel
 --   {0, 5}                                   duplicate attempt
+--   {0, 6}                                   fleet marker missing (nothing reserved)
 local function reserve(keys, args)
+  if args[6] == '1' and redis.call('EXISTS', keys[4]) == 0 then return {0, 6} end
   if redis.call('EXISTS', keys[1]) == 1 then return {0, 5} end
   local window, lease, cost = tonumber(args[1]), tonumber(args[2]), args[3]
   local prompt, tokens = tonumber(args[4]), tonumber(args[5])
   local now = now_ms()
   sweep(keys[3], now, lease)
   local scopes = {}
-  for i = 4, #keys do
-    local a = 5 + (i - 4) * 5
+  for i = 5, #keys do
+    local a = 6 + (i - 5) * 5
     local st = load(keys[i])
     st.max, st.rpm = num(args[a + 1]), num(args[a + 3])
     st.tpm, st.par = num(args[a + 4]), num(args[a + 5])
@@ -203,7 +213,7 @@ local function reserve(keys, args)
   end
   for p, st in ipairs(scopes) do
     if st.max ~= nil and st.spend + st.reserved >= st.max then
-      return {0, 1, p - 1, st.spend_s, st.reserved_s, args[5 + (p - 1) * 5 + 1]}
+      return {0, 1, p - 1, st.spend_s, st.reserved_s, args[6 + (p - 1) * 5 + 1]}
     end
   end
   for p, st in ipairs(scopes) do
@@ -216,7 +226,8 @@ local function reserve(keys, args)
     end
     if st.par ~= nil and st.inf >= st.par then return {0, 4, p - 1, st.par} end
   end
-  local out = {1, now}
+  local out = {1, now, #scopes}
+  for _, st in ipairs(scopes) do out[#out + 1] = st.spend_s end
   local names = {}
   for p, st in ipairs(scopes) do
     redis.call('HINCRBY', st.key, 'reserved', cost)
@@ -270,19 +281,132 @@ local function finish(keys, args)
   return out
 end
 
-redis.register_function('tollgate_v1_reserve', function(keys, args) return reserve(keys, args) end)
-redis.register_function('tollgate_v1_settle', function(keys, args)
+-- Adds `cost` units and `tokens` tokens of usage counted elsewhere to each scope of
+-- `scope_keys` (budget and rate windows rolled first).
+local function add_usage(scope_keys, dirty, window, cost, tokens)
+  local now = now_ms()
+  for _, key in ipairs(scope_keys) do
+    local st = load(key)
+    roll_budget(st, st.dur, now, dirty)
+    roll_window(st, now, window)
+    if cost ~= '0' or tokens ~= 0 then
+      redis.call('HINCRBY', st.key, 'spend', cost)
+      redis.call('HINCRBY', st.key, 'add', cost)
+      redis.call('HSET', st.key, 'wt', int(st.wt + tokens))
+      mark_dirty(dirty, st.key)
+    end
+  end
+end
+
+-- KEYS: charge key, dirty set, then the scopes. ARGV: window ms, charge key lifetime ms, cost
+-- units, tokens. Adds usage counted elsewhere (a replica's local fallback) to every scope,
+-- exactly once per charge key: 1 when charged, 0 when the key says it already was.
+local function charge(keys, args)
+  if not redis.call('SET', keys[1], '1', 'NX', 'PX', args[2]) then return 0 end
+  add_usage({unpack(keys, 3)}, keys[2], tonumber(args[1]), args[3], tonumber(args[4]))
+  return 1
+end
+
+-- The message of an error raised by redis.call (a table in Redis 7) or by Lua itself.
+local function message(e)
+  if type(e) == 'table' then return tostring(e.err or e.message or 'error') end
+  return tostring(e)
+end
+
+-- KEYS: dirty set, leases, fleet marker, then per operation its ticket (settle, release) or
+-- charge key and its scopes. ARGV: window ms, charge key lifetime ms, the fleet generation
+-- (the marker's value) when the operations marked 'S' were sent, then per operation six
+-- values: kind ('s' settle, 'S' settle sent before, 'r' release, 'c' charge), number of
+-- scopes, reserved (charge: actual) cost units, reserved (charge: actual) tokens, actual cost
+-- units, actual tokens. A settlement never sent before whose ticket Redis does not hold lost
+-- it with Redis's data (a restart without persistence, a failover before replication): its
+-- actual usage is charged all the same. One sent before ('S') may have been applied by the
+-- send whose reply was lost, and changes nothing then, unless the generation changed since
+-- (Redis lost its data in between, that application with it).
+-- Returns the generation, then one value per operation: 1 applied, 0 nothing to do (already
+-- settled, released or charged), or the string 'ERR <message>' when that operation failed
+-- (its effects before the failure stay; the other operations run regardless). Returns -1,
+-- running nothing, when the fleet marker is missing: a charge must not create a scope the
+-- reseed would then skip.
+local function batch(keys, args)
+  local dirty, leases = keys[1], keys[2]
+  local gen = redis.call('GET', keys[3])
+  if not gen then return -1 end
+  local same = args[3] == gen
+  local window, ttl = args[1], args[2]
+  local out = {gen}
+  local k, a = 4, 4
+  while a + 5 <= #args do
+    local kind, n = args[a], tonumber(args[a + 1])
+    if kind == 'S' and not same then kind = 's' end
+    local op_keys = {keys[k]}
+    if kind == 'c' then
+      op_keys[2] = dirty
+      for i = 1, n do op_keys[2 + i] = keys[k + i] end
+    else
+      op_keys[2], op_keys[3] = dirty, leases
+      for i = 1, n do op_keys[3 + i] = keys[k + i] end
+    end
+    local ok, r
+    if kind == 's' or kind == 'S' then
+      ok, r = pcall(finish, op_keys, {window, args[a + 2], args[a + 3], args[a + 4], args[a + 5]})
+      if ok and r == nil and kind == 's' then
+        ok, r = pcall(add_usage, {unpack(op_keys, 4)}, dirty, tonumber(window), args[a + 4],
+          tonumber(args[a + 5]))
+        r = 1
+      end
+    elseif kind == 'r' then
+      ok, r = pcall(finish, op_keys, {window, args[a + 2], args[a + 3], '0', '0'})
+    elseif kind == 'c' then
+      ok, r = pcall(charge, op_keys, {window, ttl, args[a + 2], args[a + 3]})
+    else
+      ok, r = false, 'unknown operation ' .. tostring(kind)
+    end
+    if not ok then
+      out[#out + 1] = 'ERR ' .. message(r)
+    elseif r == nil or r == 0 then
+      out[#out + 1] = 0
+    else
+      out[#out + 1] = 1
+    end
+    k, a = k + 1 + n, a + 6
+  end
+  return out
+end
+
+redis.register_function('tollgate_v2_reserve', function(keys, args) return reserve(keys, args) end)
+redis.register_function('tollgate_v2_settle', function(keys, args)
   local out = finish(keys, args)
   if out == nil then return false end
   return out
 end)
-redis.register_function('tollgate_v1_release', function(keys, args)
+redis.register_function('tollgate_v2_release', function(keys, args)
   if finish(keys, {args[1], args[2], args[3], '0', '0'}) == nil then return 0 end
   return 1
 end)
 
+redis.register_function('tollgate_v2_batch', function(keys, args) return batch(keys, args) end)
+
+-- KEYS: scopes. ARGV: per scope spend units, next reset ms ('' = none), duration ('' = none).
+-- Writes each scope only when its hash does not exist (another replica, or live traffic, may
+-- already have counted on it: the shared store is the live truth). Not marked dirty: the
+-- values came from the database. Returns how many scopes were written.
+redis.register_function('tollgate_v2_seed_absent', function(keys, args)
+  local written = 0
+  for i = 1, #keys do
+    if redis.call('EXISTS', keys[i]) == 0 then
+      local a = (i - 1) * 3
+      redis.call('HSET', keys[i], 'spend', args[a + 1])
+      if args[a + 2] ~= '' then redis.call('HSET', keys[i], 'reset_at', args[a + 2]) end
+      if args[a + 3] ~= '' then redis.call('HSET', keys[i], 'dur', args[a + 3]) end
+      written = written + 1
+    end
+  end
+  return written
+end)
+
 -- KEYS: scope, dirty set. ARGV: spend units, next reset ms ('' = keep), duration ('' = keep).
-redis.register_function('tollgate_v1_set_spend', function(keys, args)
+redis.register_function('tollgate_v2_set_spend', function(keys, args)
   redis.call('HSET', keys[1], 'spend', args[1])
   if args[2] ~= '' then redis.call('HSET', keys[1], 'reset_at', args[2]) end
   if args[3] ~= '' then redis.call('HSET', keys[1], 'dur', args[3]) end
@@ -292,7 +416,7 @@ end)
 
 -- KEYS: scope, dirty set. ARGV: duration ('' = the stored one). Spend 0 now; the next reset is
 -- computed from the duration on the server's clock. Returns the next reset, ms (-1 = none).
-redis.register_function('tollgate_v1_reset_spend', function(keys, args)
+redis.register_function('tollgate_v2_reset_spend', function(keys, args)
   local dur = args[1]
   if dur == '' then dur = redis.call('HGET', keys[1], 'dur') or '' end
   redis.call('HSET', keys[1], 'spend', '0', 'rst', '1')
@@ -308,7 +432,7 @@ redis.register_function('tollgate_v1_reset_spend', function(keys, args)
 end)
 
 -- KEYS: scope, dirty set. ARGV: duration, reset at ms, restart (1 = spend to 0).
-redis.register_function('tollgate_v1_set_window', function(keys, args)
+redis.register_function('tollgate_v2_set_window', function(keys, args)
   if args[3] == '1' then redis.call('HSET', keys[1], 'spend', '0', 'rst', '1') end
   redis.call('HSET', keys[1], 'dur', args[1], 'reset_at', args[2])
   mark_dirty(keys[2], keys[1])
@@ -318,7 +442,7 @@ end)
 -- KEYS: dirty set (the scope keys it lists share its hash tag, hence its slot). Returns
 -- {scope key, spend, added, reset at ('' = none), reset since last drain (0/1)}... and clears
 -- the added / reset marks.
-redis.register_function('tollgate_v1_drain', function(keys, args)
+redis.register_function('tollgate_v2_drain', function(keys, args)
   local members = redis.call('SMEMBERS', keys[1])
   redis.call('DEL', keys[1])
   local out = {}
@@ -339,7 +463,7 @@ end)
 -- No keys. ARGV: duration, instant ms. The reset `next_reset` computes (-1 = unreadable): lets
 -- the client check the server's calendar arithmetic against its own.
 redis.register_function{
-  function_name = 'tollgate_v1_next_reset',
+  function_name = 'tollgate_v2_next_reset',
   callback = function(keys, args)
     return next_reset(args[1], tonumber(args[2])) or -1
   end,

@@ -9,26 +9,30 @@ pub(crate) const SOURCE: &str = include_str!("library.lua");
 /// middle of a rolling deploy runs each version's code side by side. Change the code, change
 /// the version: `FUNCTION LOAD REPLACE` of one name by two different codes would let one
 /// replica's load silently swap the rules under the other's feet.
-pub const LIBRARY_NAME: &str = "tollgate_v1";
+pub const LIBRARY_NAME: &str = "tollgate_v2";
 
 /// `FCALL` names of the library's functions.
 pub(crate) mod function {
     /// Check and reserve every scope of a request, all or nothing.
-    pub(crate) const RESERVE: &str = "tollgate_v1_reserve";
+    pub(crate) const RESERVE: &str = "tollgate_v2_reserve";
     /// Replace a reservation by the actual usage, exactly once.
-    pub(crate) const SETTLE: &str = "tollgate_v1_settle";
+    pub(crate) const SETTLE: &str = "tollgate_v2_settle";
     /// Drop a reservation, exactly once.
-    pub(crate) const RELEASE: &str = "tollgate_v1_release";
+    pub(crate) const RELEASE: &str = "tollgate_v2_release";
+    /// Settle, release and charge many tickets in one call, each exactly once.
+    pub(crate) const BATCH: &str = "tollgate_v2_batch";
+    /// Write scopes only where their hash does not exist yet.
+    pub(crate) const SEED_ABSENT: &str = "tollgate_v2_seed_absent";
     /// Set a scope's spend, next reset and (optionally) window period.
-    pub(crate) const SET_SPEND: &str = "tollgate_v1_set_spend";
+    pub(crate) const SET_SPEND: &str = "tollgate_v2_set_spend";
     /// Spend to 0 now, next reset on the server's clock.
-    pub(crate) const RESET_SPEND: &str = "tollgate_v1_reset_spend";
+    pub(crate) const RESET_SPEND: &str = "tollgate_v2_reset_spend";
     /// Arm or reschedule a budget window.
-    pub(crate) const SET_WINDOW: &str = "tollgate_v1_set_window";
+    pub(crate) const SET_WINDOW: &str = "tollgate_v2_set_window";
     /// Hand over the scopes changed since the last drain.
-    pub(crate) const DRAIN: &str = "tollgate_v1_drain";
+    pub(crate) const DRAIN: &str = "tollgate_v2_drain";
     /// The server's standardised budget reset for a duration and an instant.
-    pub(crate) const NEXT_RESET: &str = "tollgate_v1_next_reset";
+    pub(crate) const NEXT_RESET: &str = "tollgate_v2_next_reset";
 }
 
 /// True when `err` says the function (or its library) is not loaded on the server that
@@ -55,6 +59,8 @@ mod tests {
             function::RESERVE,
             function::SETTLE,
             function::RELEASE,
+            function::BATCH,
+            function::SEED_ABSENT,
             function::SET_SPEND,
             function::RESET_SPEND,
             function::SET_WINDOW,

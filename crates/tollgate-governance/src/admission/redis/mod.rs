@@ -67,15 +67,69 @@
 //! with exact decimal arguments, so stored counters are exact 64-bit integers. Comparisons run
 //! in Lua's doubles: exact up to 2^53 units (900 719 USD of spend plus reservations per scope
 //! and window); above that a budget check may be off by one unit per 2^53.
+//!
+//! # After the call: batches
+//!
+//! Settlements and releases of many requests leave together: [`BatchOp`]s sent by
+//! [`RedisCounterStore::batch`] as one pipeline of `tollgate_v2_batch` calls (one round trip;
+//! `batch.rs` says why a pipeline of calls of 32 rather than one call), each operation exactly
+//! once through its ticket key (or, for usage counted on a local fallback, its charge key
+//! `{p}:c:<attempt>:<request id>`), each failing alone ([`OpOutcome::Failed`]). The batcher
+//! that queues and sends them, [`crate::admission::fleet::BatchedRedis`], is what the engine
+//! uses as its [`SharedCounters`](super::SharedCounters) on Redis; a reservation there also
+//! returns each scope's settled spend at admission (`Ticket::spend_units`, for the response's
+//! spend headers) and checks the fleet marker, in the same one call.
+//!
+//! # When Redis fails
+//!
+//! [`FailurePolicy`] (from the environment: [`FailurePolicy::from_env`]) decides what a
+//! reservation does when Redis errors or does not answer within
+//! `TOLLGATE_REDIS_TIMEOUT_MS` (default 250 ms; the client never waits longer):
+//!
+//! | variable | values | default |
+//! |---|---|---|
+//! | `TOLLGATE_REDIS_ON_FAILURE_BUDGETS` | `closed` (refuse: the server answers 503), `open` (admit unchecked) | `closed` |
+//! | `TOLLGATE_REDIS_ON_FAILURE_LIMITS` | `local`, `closed`, `open` | `local` |
+//! | `TOLLGATE_REPLICAS` | replicas sharing the limits | 1 |
+//! | `TOLLGATE_REDIS_TIMEOUT_MS` | ms | 250 |
+//!
+//! - A request with a finite budget on any scope is refused while budgets fail `closed`. A
+//!   replica cannot know what the fleet spent, so budgets are never counted locally.
+//! - Otherwise, with limits `local`, it is counted on the replica's own in-process counters,
+//!   every RPM/TPM/parallel limit divided by `TOLLGATE_REPLICAS` (rounded down, at least 1),
+//!   and its ticket remembered as local. Its settlement settles locally and queues a charge of
+//!   its actual cost and tokens to the Redis scopes, exactly once per (request, attempt), so
+//!   when Redis is back the spend it holds is what was billed.
+//! - A reservation that failed may still take effect once Redis reads it (a timeout): a
+//!   release of it is queued behind it, which frees it or finds nothing.
+//! - After a failure, reservations skip Redis for a back-off (1 s) instead of trying it once
+//!   per request; a batch delivered again ends the back-off.
+//! - **Redis restarted empty** (no persistence): the fleet marker `{p}:fleet`, written once the
+//!   scopes are seeded, is gone. The next reservation answers so (nothing reserved), the
+//!   replica seeds every scope from the server's [`ReseedSource`](crate::admission::fleet::ReseedSource)
+//!   (the database) where Redis does not hold it, under a fleet-wide lock so one replica
+//!   seeds while the others wait for the marker, and reserves again. Batches wait for the
+//!   marker too (a charge must not create a scope the seed would then skip). Requests in
+//!   flight at the restart lost their tickets: a settlement whose ticket Redis does not hold
+//!   is charged its actual usage, unless it was sent before in the same generation (the
+//!   marker's random value), where the send whose reply was lost may have applied it. The one
+//!   case counted twice: a settlement applied, drained to the database and then lost with
+//!   Redis before its reply arrived. Only [`RedisCounterStore::reserve_checked`] checks the
+//!   marker; the plain [`AsyncCounterStore`](super::AsyncCounterStore) reserve does not.
 
+mod batch;
 mod keys;
 mod library;
+mod marker;
+mod policy;
 mod reply;
 mod sentinel;
 mod store;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
+#[cfg(test)]
+mod tests_batch_wire;
 #[cfg(test)]
 mod tests_cluster;
 #[cfg(test)]
@@ -83,8 +137,11 @@ mod tests_fleet;
 #[cfg(test)]
 mod tests_sentinel;
 #[cfg(test)]
-mod tests_wire;
+pub(crate) mod tests_wire;
 
+pub use batch::{BatchOp, BatchOptions, BatchReply, Resent};
 pub use library::LIBRARY_NAME;
+pub use policy::{BudgetsOnFailure, FailurePolicy, LimitsOnFailure, PolicyError};
+pub use reply::{OpOutcome, ReserveOutcome};
 pub use sentinel::SentinelAuth;
 pub use store::{RedisCounterStore, RedisStoreOptions};

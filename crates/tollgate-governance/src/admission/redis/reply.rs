@@ -55,13 +55,25 @@ fn items<'a>(v: &'a Value, op: &'static str) -> Result<&'a [Value], CounterStore
     }
 }
 
-/// The reply of `tollgate_v1_reserve` for `req`, whose distinct scopes are `unique` (positions
+/// What a reserve call answered: granted, denied, or (a checked call only) refused because the
+/// fleet marker is missing (Redis lost its data; nothing was reserved).
+#[derive(Debug)]
+pub enum ReserveOutcome {
+    /// Reserved on every scope; the ticket carries each scope's settled spend at admission.
+    Granted(Reserved),
+    /// A limit refused (nothing reserved).
+    Denied(Denial),
+    /// The fleet marker is missing: the scopes must be seeded again before counting on them.
+    Unseeded,
+}
+
+/// The reply of `tollgate_v2_reserve` for `req`, whose distinct scopes are `unique` (positions
 /// in `req.scopes`, in the order their keys were sent).
 pub(crate) fn reserved(
     v: &Value,
     req: &ReserveRequest<'_>,
     unique: &[usize],
-) -> Result<Result<Reserved, Denial>, CounterStoreError> {
+) -> Result<ReserveOutcome, CounterStoreError> {
     const OP: &str = "reserve";
     let a = items(v, OP)?;
     let at = |i: usize| a.get(i).and_then(int).ok_or_else(|| bad(OP, v));
@@ -98,13 +110,20 @@ pub(crate) fn reserved(
                 limit: u64_at(3)?,
             },
             5 => Denial::DuplicateAttempt,
+            6 => return Ok(ReserveOutcome::Unseeded),
             _ => return Err(bad(OP, v)),
         };
-        return Ok(Err(denial));
+        return Ok(ReserveOutcome::Denied(denial));
     }
-    let mut statuses = Vec::with_capacity((a.len().saturating_sub(2)) / 4);
+    let n = usize::try_from(at(2)?).map_err(|_| bad(OP, v))?;
+    if n != unique.len() {
+        return Err(bad(OP, v));
+    }
+    let spend_units: Arc<[i64]> = (3..3 + n).map(at).collect::<Result<_, _>>()?;
+    let first = 3 + n;
+    let mut statuses = Vec::with_capacity((a.len().saturating_sub(first)) / 4);
     let left = |n: i64| u64::try_from(n).ok();
-    for q in (2..a.len()).step_by(4) {
+    for q in (first..a.len()).step_by(4) {
         let s = &req.scopes[scope(q)?];
         statuses.push(RateLimitStatus {
             scope: s.key.clone(),
@@ -122,12 +141,54 @@ pub(crate) fn reserved(
         scopes,
         cost_units: req.cost_units,
         tokens: req.reserve_tokens,
-        spend_units: None,
+        spend_units: Some(spend_units),
     };
-    Ok(Ok((ticket, statuses)))
+    Ok(ReserveOutcome::Granted((ticket, statuses)))
 }
 
-/// The reply of `tollgate_v1_settle`: nil, or each scope's spend in units.
+/// One operation's result in a `tollgate_v2_batch` reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpOutcome {
+    /// Settled, released or charged now.
+    Applied,
+    /// Nothing to do: already settled, released or charged (a re-sent batch), or a ticket
+    /// Redis no longer holds.
+    AlreadyDone,
+    /// This operation failed on the server (the message Redis gave, e.g. `WRONGTYPE ...`);
+    /// the other operations of its batch ran regardless.
+    Failed(String),
+}
+
+/// The reply of `tollgate_v2_batch` for `count` operations: the fleet generation and one
+/// outcome per operation.
+pub(crate) fn batch(
+    v: &Value,
+    count: usize,
+) -> Result<(String, Vec<OpOutcome>), CounterStoreError> {
+    let a = items(v, "batch")?;
+    let Some((generation, rest)) = a.split_first() else {
+        return Err(bad("batch", v));
+    };
+    let generation = text(generation).ok_or_else(|| bad("batch", v))?.to_string();
+    if rest.len() != count {
+        return Err(bad("batch", v));
+    }
+    let outcomes = rest
+        .iter()
+        .map(|r| match (int(r), text(r)) {
+            (Some(1), _) => Ok(OpOutcome::Applied),
+            (Some(0), _) => Ok(OpOutcome::AlreadyDone),
+            (_, Some(t)) => match t.strip_prefix("ERR ") {
+                Some(msg) => Ok(OpOutcome::Failed(msg.to_string())),
+                None => Err(bad("batch", v)),
+            },
+            _ => Err(bad("batch", v)),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((generation, outcomes))
+}
+
+/// The reply of `tollgate_v2_settle`: nil, or each scope's spend in units.
 pub(crate) fn settled(v: &Value) -> Result<Option<Vec<f64>>, CounterStoreError> {
     if matches!(v, Value::Nil) {
         return Ok(None);
@@ -160,7 +221,7 @@ pub(crate) fn scope_spend(v: &Value) -> Result<Option<ScopeSpend>, CounterStoreE
     }))
 }
 
-/// The reply of `tollgate_v1_drain`: five values per changed scope.
+/// The reply of `tollgate_v2_drain`: five values per changed scope.
 pub(crate) fn drained(v: &Value, keys: &KeySpace) -> Result<Vec<SpendSnapshot>, CounterStoreError> {
     let a = items(v, "drain")?;
     let mut out = Vec::with_capacity(a.len() / 5);
@@ -181,4 +242,36 @@ pub(crate) fn drained(v: &Value, keys: &KeySpace) -> Result<Vec<SpendSnapshot>, 
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_reply_reads_one_outcome_per_operation() {
+        let v = Value::Array(vec![
+            Value::BulkString(b"g1".to_vec()),
+            Value::Int(1),
+            Value::Int(0),
+            Value::BulkString(b"ERR WRONGTYPE Operation against a key".to_vec()),
+        ]);
+        assert_eq!(
+            batch(&v, 3).unwrap(),
+            (
+                "g1".to_string(),
+                vec![
+                    OpOutcome::Applied,
+                    OpOutcome::AlreadyDone,
+                    OpOutcome::Failed("WRONGTYPE Operation against a key".to_string()),
+                ]
+            )
+        );
+        assert!(batch(&v, 2).is_err(), "one reply per operation");
+        let odd = Value::Array(vec![
+            Value::BulkString(b"g1".to_vec()),
+            Value::BulkString(b"what".to_vec()),
+        ]);
+        assert!(batch(&odd, 1).is_err());
+    }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-use redis::{Cmd, RedisConnectionInfo, RedisError, TlsMode, Value};
+use redis::{Cmd, Pipeline, RedisConnectionInfo, RedisError, TlsMode, Value};
 use tokio::sync::Mutex;
 
 /// How to log in to the primary the Sentinels name (the Sentinels' own URLs carry theirs).
@@ -108,6 +108,23 @@ impl SentinelPrimary {
             }
             Err(e) if e.is_connection_dropped() || e.is_io_error() => {
                 // the next call goes to whichever primary the Sentinels name by then
+                let _ = self.follow(&seen).await;
+                Err(e)
+            }
+            r => r,
+        }
+    }
+
+    /// Sends `pipe` to the primary, following a failover as [`Self::send`] does.
+    pub(super) async fn send_pipe(&self, pipe: &Pipeline) -> Result<Vec<Value>, RedisError> {
+        let seen = self.primary.load_full();
+        match pipe.query_async(&mut (*seen).clone()).await {
+            Err(e) if e.code() == Some("READONLY") || e.is_connection_refusal() => {
+                self.follow(&seen).await?;
+                let now = self.primary.load_full();
+                pipe.query_async(&mut (*now).clone()).await
+            }
+            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
                 let _ = self.follow(&seen).await;
                 Err(e)
             }

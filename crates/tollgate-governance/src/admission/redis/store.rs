@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, RedisError, Value};
+use redis::{Cmd, Pipeline, RedisError, Value};
 
 use super::super::money::usd_to_units;
 use super::super::scope::ScopeKey;
@@ -17,7 +17,7 @@ use super::super::store::{Actual, Denial, ReserveRequest, ScopeSpend, SpendSnaps
 use super::super::store_async::{AsyncCounterStore, CounterStoreError, Reserved};
 use super::keys::KeySpace;
 use super::library::{self, function};
-use super::reply;
+use super::reply::{self, ReserveOutcome};
 use super::sentinel::{SentinelAuth, SentinelPrimary};
 use crate::admission::DEFAULT_RATE_WINDOW_MS;
 use crate::duration::BudgetDuration;
@@ -59,18 +59,27 @@ impl Default for RedisStoreOptions {
 /// no pool. `ConnectionManager` reconnects by itself; the cluster connection follows slot
 /// moves and failovers; the Sentinel primary follows failovers (`sentinel.rs`).
 #[derive(Clone)]
-enum Conn {
+pub(super) enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
     Sentinel(Arc<SentinelPrimary>),
 }
 
 impl Conn {
-    async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
+    pub(super) async fn send(&self, cmd: &Cmd) -> Result<Value, RedisError> {
         match self {
             Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
             Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
             Conn::Sentinel(s) => s.send(cmd).await,
+        }
+    }
+
+    /// Sends `pipe` as one write and reads its replies: one round trip for all its commands.
+    pub(super) async fn send_pipe(&self, pipe: &Pipeline) -> Result<Vec<Value>, RedisError> {
+        match self {
+            Conn::Single(c) => pipe.query_async(&mut c.clone()).await,
+            Conn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+            Conn::Sentinel(s) => s.send_pipe(pipe).await,
         }
     }
 }
@@ -79,9 +88,9 @@ impl Conn {
 /// Cheap to clone (one shared connection).
 #[derive(Clone)]
 pub struct RedisCounterStore {
-    conn: Conn,
-    keys: Arc<KeySpace>,
-    opts: Arc<RedisStoreOptions>,
+    pub(super) conn: Conn,
+    pub(super) keys: Arc<KeySpace>,
+    pub(super) opts: Arc<RedisStoreOptions>,
 }
 
 impl std::fmt::Debug for RedisCounterStore {
@@ -100,7 +109,7 @@ impl std::fmt::Debug for RedisCounterStore {
     }
 }
 
-fn unavailable(e: RedisError) -> CounterStoreError {
+pub(super) fn unavailable(e: RedisError) -> CounterStoreError {
     CounterStoreError::Unavailable(e.to_string())
 }
 
@@ -175,7 +184,7 @@ impl RedisCounterStore {
     }
 
     /// `FUNCTION LOAD REPLACE` of [`library::LIBRARY_NAME`] (on every primary of a cluster).
-    async fn load_library(&self) -> Result<(), CounterStoreError> {
+    pub(super) async fn load_library(&self) -> Result<(), CounterStoreError> {
         let mut cmd = redis::cmd("FUNCTION");
         cmd.arg("LOAD").arg("REPLACE").arg(library::SOURCE);
         self.conn.send(&cmd).await.map_err(unavailable)?;
@@ -201,6 +210,11 @@ impl RedisCounterStore {
         }
     }
 
+    /// The RPM/TPM window, ms (what a local fallback counts with too).
+    pub fn rate_window_ms(&self) -> i64 {
+        self.opts.rate_window_ms
+    }
+
     /// The server's standardised budget reset after `at` for `duration`, computed by the
     /// library (what `reserve` and `reset_spend` use), to check it against
     /// [`BudgetDuration::next_reset`].
@@ -216,6 +230,45 @@ impl RedisCounterStore {
         let v = self.fcall(function::NEXT_RESET, &[], &args).await?;
         let ms = reply::int(&v).ok_or_else(|| reply::bad("next_reset", &v))?;
         Ok((ms >= 0).then(|| reply::time(ms)).flatten())
+    }
+
+    /// One `tollgate_v2_reserve` call; with `check_marker`, a missing fleet marker answers
+    /// [`ReserveOutcome::Unseeded`] and reserves nothing.
+    pub(super) async fn reserve_call(
+        &self,
+        req: &ReserveRequest<'_>,
+        check_marker: bool,
+    ) -> Result<ReserveOutcome, CounterStoreError> {
+        // Each distinct scope once, at its first position (what the in-process store does).
+        let mut unique: Vec<usize> = Vec::with_capacity(req.scopes.len());
+        for (i, s) in req.scopes.iter().enumerate() {
+            if !unique.iter().any(|&u| req.scopes[u].key == s.key) {
+                unique.push(i);
+            }
+        }
+        let mut keys = Vec::with_capacity(4 + unique.len());
+        keys.push(self.keys.ticket(req.request_id, req.attempt));
+        keys.push(self.keys.dirty());
+        keys.push(self.keys.leases());
+        keys.push(self.keys.fleet());
+        keys.extend(unique.iter().map(|&i| self.keys.scope(&req.scopes[i].key)));
+        let mut args = Vec::with_capacity(6 + 5 * unique.len());
+        args.push(self.opts.rate_window_ms.to_string());
+        args.push(self.opts.lease.as_millis().to_string());
+        args.push(req.cost_units.to_string());
+        args.push(req.prompt_tokens.to_string());
+        args.push(req.reserve_tokens.to_string());
+        args.push(if check_marker { "1" } else { "0" }.to_string());
+        for &i in &unique {
+            let l = &req.scopes[i].limits;
+            args.push(opt(l.finite_budget().map(usd_to_units)));
+            args.push(opt(l.budget_duration));
+            args.push(opt(l.rpm_limit));
+            args.push(opt(l.tpm_limit));
+            args.push(opt(l.max_parallel_requests));
+        }
+        let v = self.fcall(function::RESERVE, &keys, &args).await?;
+        reply::reserved(&v, req, &unique)
     }
 
     /// The ticket, dirty set and leases keys, then `scopes`' keys.
@@ -264,11 +317,11 @@ impl RedisCounterStore {
     }
 }
 
-fn opt<T: ToString>(v: Option<T>) -> String {
+pub(super) fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
-fn ms(at: Option<DateTime<Utc>>) -> String {
+pub(super) fn ms(at: Option<DateTime<Utc>>) -> String {
     opt(at.map(|t| t.timestamp_millis()))
 }
 
@@ -278,34 +331,14 @@ impl AsyncCounterStore for RedisCounterStore {
         &self,
         req: &ReserveRequest<'_>,
     ) -> Result<Result<Reserved, Denial>, CounterStoreError> {
-        // Each distinct scope once, at its first position (what the in-process store does).
-        let mut unique: Vec<usize> = Vec::with_capacity(req.scopes.len());
-        for (i, s) in req.scopes.iter().enumerate() {
-            if !unique.iter().any(|&u| req.scopes[u].key == s.key) {
-                unique.push(i);
-            }
+        match self.reserve_call(req, false).await? {
+            ReserveOutcome::Granted(r) => Ok(Ok(r)),
+            ReserveOutcome::Denied(d) => Ok(Err(d)),
+            ReserveOutcome::Unseeded => Err(CounterStoreError::BadReply {
+                operation: "reserve",
+                detail: "fleet marker reported missing on an unchecked call".to_string(),
+            }),
         }
-        let keys = self.call_keys(
-            req.request_id,
-            req.attempt,
-            unique.iter().map(|&i| &req.scopes[i].key),
-        );
-        let mut args = Vec::with_capacity(5 + 5 * unique.len());
-        args.push(self.opts.rate_window_ms.to_string());
-        args.push(self.opts.lease.as_millis().to_string());
-        args.push(req.cost_units.to_string());
-        args.push(req.prompt_tokens.to_string());
-        args.push(req.reserve_tokens.to_string());
-        for &i in &unique {
-            let l = &req.scopes[i].limits;
-            args.push(opt(l.finite_budget().map(usd_to_units)));
-            args.push(opt(l.budget_duration));
-            args.push(opt(l.rpm_limit));
-            args.push(opt(l.tpm_limit));
-            args.push(opt(l.max_parallel_requests));
-        }
-        let v = self.fcall(function::RESERVE, &keys, &args).await?;
-        reply::reserved(&v, req, &unique)
     }
 
     async fn settle(

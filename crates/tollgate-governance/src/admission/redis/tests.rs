@@ -16,7 +16,7 @@ use crate::admission::{
 };
 
 /// Deletes every key under a test's prefix when dropped.
-pub(super) struct Cleanup {
+pub(crate) struct Cleanup {
     url: String,
     pattern: String,
 }
@@ -40,7 +40,7 @@ impl Drop for Cleanup {
 }
 
 /// The shared test server's URL, or `None` after reporting the skip.
-pub(super) fn redis_url(what: &str) -> Option<String> {
+pub(crate) fn redis_url(what: &str) -> Option<String> {
     let url = std::env::var("TOLLGATE_TEST_REDIS_URL").ok();
     if url.is_none() {
         crate::test_support::skipped(what, "TOLLGATE_TEST_REDIS_URL", "redis://127.0.0.1:6379");
@@ -49,7 +49,7 @@ pub(super) fn redis_url(what: &str) -> Option<String> {
 }
 
 /// A random key prefix of its own for one test.
-pub(super) fn test_options() -> RedisStoreOptions {
+pub(crate) fn test_options() -> RedisStoreOptions {
     RedisStoreOptions {
         key_prefix: format!("tgtest-{:016x}", rand::random::<u64>()),
         ..RedisStoreOptions::default()
@@ -57,7 +57,7 @@ pub(super) fn test_options() -> RedisStoreOptions {
 }
 
 /// A store on `url` under `opts`' prefix, and the guard that deletes its keys.
-pub(super) async fn open(url: &str, opts: RedisStoreOptions) -> (RedisCounterStore, Cleanup) {
+pub(crate) async fn open(url: &str, opts: RedisStoreOptions) -> (RedisCounterStore, Cleanup) {
     let cleanup = Cleanup {
         url: url.to_string(),
         pattern: super::keys::KeySpace::new(&opts.key_prefix).pattern(),
@@ -67,7 +67,7 @@ pub(super) async fn open(url: &str, opts: RedisStoreOptions) -> (RedisCounterSto
 }
 
 /// A Redis store for this test, or `None` (skipped).
-pub(super) async fn redis_store(what: &str) -> Option<(RedisCounterStore, Cleanup)> {
+pub(crate) async fn redis_store(what: &str) -> Option<(RedisCounterStore, Cleanup)> {
     let url = redis_url(what)?;
     Some(open(&url, test_options()).await)
 }

@@ -167,6 +167,55 @@ async fn on_a_three_primary_cluster_each_call_runs_whole_on_one_slot() {
         "{per_node:?}"
     );
     assert!(per_node.iter().sum::<usize>() >= 3 + 10, "{per_node:?}");
+
+    // batched settlements: a pipeline of several batch calls, one round trip, on one primary
+    batched_on_the_cluster(&urls).await;
     drop(nodes);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// 40 settlements through [`BatchedRedis`] on the cluster: one pipeline of two batch calls
+/// (32 + 8 operations), every spend exact.
+async fn batched_on_the_cluster(urls: &[String]) {
+    use crate::admission::fleet::{BatchedOptions, BatchedRedis, NoSeeds};
+    use crate::admission::money::usd_to_units;
+    use crate::admission::{Actual, SharedCounters};
+    let store = RedisCounterStore::connect_cluster(urls, test_options())
+        .await
+        .unwrap();
+    let b = BatchedRedis::start(
+        store.clone(),
+        Arc::new(NoSeeds),
+        super::FailurePolicy::default(),
+        BatchedOptions::default(),
+    );
+    b.ensure_seeded().await.unwrap();
+    let scopes = [scope(ScopeKind::Team, "t", Limits::default())];
+    let mut tickets = Vec::new();
+    for i in 0..40 {
+        let id = format!("b{i}");
+        let (t, _) = b.reserve(&req(&id, &scopes, 0.1)).await.unwrap().unwrap();
+        tickets.push(t);
+    }
+    for t in tickets {
+        b.settle(
+            t,
+            Actual {
+                cost_units: usd_to_units(0.01),
+                tokens: 1,
+            },
+        );
+    }
+    assert_eq!(b.flush(Duration::from_secs(5)).await, 0);
+    let c = b.round_trips().snapshot();
+    assert_eq!(
+        (c.settled_ops, c.failed_ops, c.batches),
+        (40, 0, 1),
+        "{c:?}"
+    );
+    let sp = store.spend(&scopes[0].key).await.unwrap().unwrap();
+    assert_eq!(
+        (usd_to_units(sp.spend), sp.reserved, sp.in_flight),
+        (usd_to_units(0.4), 0.0, 0)
+    );
 }

@@ -16,10 +16,10 @@ use super::tests::{open, redis_url, req, test_options};
 use crate::admission::{Actual, AsyncCounterStore, Limits, ScopeKey, ScopeKind, ScopeRequest};
 
 /// A `redis-server` child on a loopback port, killed when dropped.
-pub(super) struct PrivateRedis {
+pub(crate) struct PrivateRedis {
     child: Child,
     /// `redis://127.0.0.1:<port>`
-    pub(super) url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for PrivateRedis {
@@ -30,7 +30,7 @@ impl Drop for PrivateRedis {
 }
 
 /// Reports a test skipped for want of a `redis-server` binary.
-pub(super) fn skip_without_binary(what: &str, e: &std::io::Error) {
+pub(crate) fn skip_without_binary(what: &str, e: &std::io::Error) {
     let _ = writeln!(
         std::io::stderr().lock(),
         "SKIPPED {}: no redis-server to start ({e})",
@@ -40,7 +40,7 @@ pub(super) fn skip_without_binary(what: &str, e: &std::io::Error) {
 
 /// A `redis-server` on `port` with `extra` arguments, once it answers `PING`; `Err` when there
 /// is no binary to start.
-pub(super) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedis, std::io::Error> {
+pub(crate) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedis, std::io::Error> {
     let mut cmd = Command::new("redis-server");
     cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
@@ -49,7 +49,7 @@ pub(super) async fn start_redis(port: u16, extra: &[&str]) -> Result<PrivateRedi
 }
 
 /// Spawns `cmd` (a `redis-server` that will listen on `port`) and waits for its `PING`.
-pub(super) async fn spawn_redis(
+pub(crate) async fn spawn_redis(
     cmd: &mut Command,
     port: u16,
 ) -> Result<PrivateRedis, std::io::Error> {
@@ -71,14 +71,14 @@ pub(super) async fn spawn_redis(
 }
 
 /// A free loopback port.
-pub(super) fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap()
 }
 
-async fn private_redis() -> Option<PrivateRedis> {
+pub(crate) async fn private_redis() -> Option<PrivateRedis> {
     match start_redis(free_port(), &[]).await {
         Ok(s) => Some(s),
         Err(e) => {
@@ -89,7 +89,7 @@ async fn private_redis() -> Option<PrivateRedis> {
 }
 
 /// `calls` of every command in `INFO commandstats` (`fcall`, `function|load`, `hmget`...).
-fn commandstats(con: &mut redis::Connection) -> BTreeMap<String, u64> {
+pub(crate) fn commandstats(con: &mut redis::Connection) -> BTreeMap<String, u64> {
     let info: String = redis::cmd("INFO").arg("commandstats").query(con).unwrap();
     info.lines()
         .filter_map(|l| {
@@ -102,17 +102,17 @@ fn commandstats(con: &mut redis::Connection) -> BTreeMap<String, u64> {
 
 /// `FCALL`s counted by the server between two snapshots (those a function makes itself are
 /// counted under their own names).
-fn fcalls(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
+pub(crate) fn fcalls(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> u64 {
     after.get("fcall").copied().unwrap_or(0) - before.get("fcall").copied().unwrap_or(0)
 }
 
 /// A `MONITOR` connection: what clients sent, in order.
-struct Monitor {
+pub(crate) struct Monitor {
     lines: BufReader<TcpStream>,
 }
 
 impl Monitor {
-    fn start(port: u16) -> Self {
+    pub(crate) fn start(port: u16) -> Self {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(b"MONITOR\r\n").unwrap();
@@ -125,7 +125,7 @@ impl Monitor {
 
     /// The names of the commands clients sent since the last call (not those run by a
     /// function, and not the admin connection's `INFO`), up to a marker `admin` echoes.
-    fn client_commands(&mut self, admin: &mut redis::Connection) -> Vec<String> {
+    pub(crate) fn client_commands(&mut self, admin: &mut redis::Connection) -> Vec<String> {
         let marker = format!("marker-{:016x}", rand::random::<u64>());
         let _: String = redis::cmd("ECHO").arg(&marker).query(admin).unwrap();
         let mut out = Vec::new();
@@ -135,7 +135,7 @@ impl Monitor {
             if line.contains(&marker) {
                 return out;
             }
-            // +1733100000.123456 [0 127.0.0.1:41234] "FCALL" "tollgate_v1_reserve" ...
+            // +1733100000.123456 [0 127.0.0.1:41234] "FCALL" "tollgate_v2_reserve" ...
             let Some((source, command)) = line.split_once("] ") else {
                 continue;
             };
