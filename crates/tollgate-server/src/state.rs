@@ -24,7 +24,9 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = tollgate_config::DEFAULT_BODY_LIMIT
 /// requests see while those in flight finish on theirs.
 ///
 /// A swap starts the new router's state afresh: cooldowns, latency samples and per-minute usage
-/// of every deployment reset when a deployment is added or removed.
+/// of every deployment reset when a deployment is added or removed. With routing state shared
+/// across replicas ([`crate::fleet::routing`]) the fleet's usage and running cooldowns come
+/// back at the next sync.
 pub type SharedRouter = Arc<ArcSwap<Router>>;
 
 /// Environment lookup kept for runtime rebuilds (provider keys and base URLs, `os.environ/`).

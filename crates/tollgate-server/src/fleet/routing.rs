@@ -37,6 +37,8 @@
 //! or may not have been counted.
 
 mod link;
+#[cfg(test)]
+mod tests;
 mod wire;
 
 use std::sync::Arc;
