@@ -63,6 +63,8 @@ pub const DEFAULT_SYNC: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long the last sync at shutdown may take.
 const FINAL_SYNC: Duration = Duration::from_secs(1);
+/// How long shutdown waits for the task.
+const STOP_WAIT: Duration = Duration::from_secs(2);
 
 /// The Redis settings and the sync period when routing state is shared: Redis settings
 /// resolve and [`SYNC_MS_ENV`] is not `0`. Variables are read from the config's
@@ -146,10 +148,14 @@ impl RoutingSync {
     }
 
     /// Stops the task after a last sync (at most 1 s), which also takes this replica's
-    /// in-flight counts out of the fleet's.
+    /// in-flight counts out of the fleet's. A task still connecting to an unreachable Redis
+    /// is given 2 s, then dropped.
     pub async fn stop(self) {
         let _ = self.stop.send(true);
-        let _ = self.task.await;
+        let abort = self.task.abort_handle();
+        if tokio::time::timeout(STOP_WAIT, self.task).await.is_err() {
+            abort.abort();
+        }
     }
 }
 

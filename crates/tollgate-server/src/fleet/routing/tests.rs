@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use tollgate_config::Config;
-use tollgate_router::{DeploymentSnapshot, RouterState};
+use tollgate_router::{CooldownRule, CooldownTrigger, DeploymentSnapshot, RouterState};
 
 use super::RoutingSync;
 use crate::state::{SharedRouter, build_router};
@@ -40,9 +40,9 @@ fn redis_url(what: &str) -> Option<String> {
     url
 }
 
-fn config(redis: &str, prefix: &str) -> Config {
+fn config(redis: &str, prefix: &str, sync_ms: u64) -> Config {
     let yaml = format!(
-        "model_list:\n  - model_name: pair\n    litellm_params: {{model: openai/m, api_base: 'http://127.0.0.1:1/v1', api_key: k}}\n    model_info: {{id: east}}\n  - model_name: pair\n    litellm_params: {{model: openai/m, api_base: 'http://127.0.0.1:2/v1', api_key: k}}\n    model_info: {{id: west}}\nenvironment_variables:\n  REDIS_URL: '{redis}'\n  TOLLGATE_REDIS_KEY_PREFIX: '{prefix}'\n  TOLLGATE_ROUTING_SYNC_MS: '20'\n"
+        "model_list:\n  - model_name: pair\n    litellm_params: {{model: openai/m, api_base: 'http://127.0.0.1:1/v1', api_key: k}}\n    model_info: {{id: east}}\n  - model_name: pair\n    litellm_params: {{model: openai/m, api_base: 'http://127.0.0.1:2/v1', api_key: k}}\n    model_info: {{id: west}}\nenvironment_variables:\n  REDIS_URL: '{redis}'\n  TOLLGATE_REDIS_KEY_PREFIX: '{prefix}'\n  TOLLGATE_ROUTING_SYNC_MS: '{sync_ms}'\n"
     );
     tollgate_config::load_str(&yaml, "test.yaml", &|_| None)
         .unwrap()
@@ -116,7 +116,7 @@ async fn replicas_share_usage_and_in_flight_and_a_stopped_ones_fades() {
         return;
     };
     let prefix = prefix("share");
-    let cfg = config(&redis, &prefix);
+    let cfg = config(&redis, &prefix, 20);
     let (a, sync_a) = replica(&cfg);
     let (b, sync_b) = replica(&cfg);
     let minute = std::time::SystemTime::now()
@@ -159,6 +159,42 @@ async fn replicas_share_usage_and_in_flight_and_a_stopped_ones_fades() {
     if same_minute(minute) {
         assert_eq!(s.rpm_used, 3, "the minute's usage stays counted");
     }
+    sync_b.stop().await;
+    clean(&redis, &prefix).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cooldown_reaches_the_other_replica_by_pub_sub_at_once() {
+    let Some(redis) = redis_url("a_cooldown_reaches_the_other_replica_by_pub_sub_at_once") else {
+        return;
+    };
+    let prefix = prefix("cool");
+    // Syncs 10 s apart: only the published message can carry the cooldown in time.
+    let cfg = config(&redis, &prefix, 10_000);
+    let (a, sync_a) = replica(&cfg);
+    let (b, sync_b) = replica(&cfg);
+    // Both subscribed and a's waker set (at each task's first sync, right after start).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rule = CooldownRule {
+        trigger: CooldownTrigger::Immediately,
+        cooldown_time: Duration::from_secs(30),
+        disabled: false,
+    };
+    let started = Instant::now();
+    let until_a = {
+        let router = a.load();
+        let fleet = router.state().fleet().unwrap();
+        fleet.record_failure(fleet.slot_of("east").unwrap(), started, &rule)
+    }
+    .unwrap();
+    let s = until(&b, Duration::from_secs(2), |s| s.cooldown_until.is_some()).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(100), "arrived after {took:?}");
+    // The same deadline, to the millisecond (one process: one clock).
+    let until_b = s.cooldown_until.unwrap();
+    let gap = until_b.max(until_a) - until_b.min(until_a);
+    assert!(gap <= Duration::from_millis(1), "{gap:?}");
+    sync_a.stop().await;
     sync_b.stop().await;
     clean(&redis, &prefix).await;
 }
@@ -215,7 +251,7 @@ async fn redis_lost_and_back_routes_on_local_numbers_meanwhile() {
         return;
     };
     let url = format!("redis://127.0.0.1:{port}");
-    let cfg = config(&url, "outage");
+    let cfg = config(&url, "outage", 20);
     let (a, sync_a) = replica(&cfg);
     let (b, sync_b) = replica(&cfg);
     begin_east(&a, 2);
