@@ -338,6 +338,16 @@ impl FleetState {
         }
     }
 
+    /// Hands back drained cooldowns (slot, deadline in Unix ms) that could not be published,
+    /// so the next drain gives them again (the later deadline wins over one started since).
+    pub fn requeue_cooldowns(&self, cooldowns: &[(usize, u64)]) {
+        for &(slot, ms) in cooldowns {
+            if let Some(r) = self.remote.get(slot) {
+                r.outgoing_ms.fetch_max(ms, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Appends to `out` the cooldowns started here since the last drain, as (slot, deadline
     /// in Unix ms); each once.
     pub fn drain_cooldowns(&self, out: &mut Vec<(usize, u64)>) {

@@ -33,12 +33,14 @@
 //! are forgotten; cooldowns already known run to their deadlines), reconnecting with back-off
 //! from one sync period to 5 s; the outage is logged once, and its end once (no URL or
 //! password is logged). The deltas of the outage are sent once it is back, if their minute is
-//! still running. A sync whose reply is lost (a timeout) is not sent again: its deltas may
+//! still running, and so are the cooldowns started meanwhile (or whose publication failed). A sync whose reply is lost (a timeout) is not sent again: its deltas may
 //! or may not have been counted.
 
 mod link;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cluster;
 mod wire;
 
 use std::sync::Arc;
@@ -304,17 +306,27 @@ impl Task {
     async fn publish(&mut self, link: &mut Link, fleet: &FleetState) -> Result<(), RedisError> {
         self.cooldowns.clear();
         fleet.drain_cooldowns(&mut self.cooldowns);
-        for &(slot, ms) in &self.cooldowns {
+        for (i, &(slot, ms)) in self.cooldowns.iter().enumerate() {
             let Some(id) = fleet.id(slot) else { continue };
-            let mut publish = redis::cmd("PUBLISH");
-            publish
-                .arg(&self.keys.channel)
-                .arg(wire::cooldown_message(ms, &self.replica, id));
-            link.send::<redis::Value>(&publish).await?;
-            let keys = [self.keys.cooldowns()];
-            let args = [id.to_owned(), ms.to_string()];
-            fcall::<redis::Value>(link, wire::FN_COOLDOWN, &keys, &args).await?;
+            if let Err(e) = self.publish_one(link, id, ms).await {
+                // Sent again once Redis is back (if still running by then).
+                fleet.requeue_cooldowns(&self.cooldowns[i..]);
+                return Err(e);
+            }
         }
+        Ok(())
+    }
+
+    /// Publishes one cooldown of deployment `id` until `ms` (Unix ms), and records it.
+    async fn publish_one(&self, link: &mut Link, id: &str, ms: u64) -> Result<(), RedisError> {
+        let mut publish = redis::cmd("PUBLISH");
+        publish
+            .arg(&self.keys.channel)
+            .arg(wire::cooldown_message(ms, &self.replica, id));
+        link.send::<redis::Value>(&publish).await?;
+        let keys = [self.keys.cooldowns()];
+        let args = [id.to_owned(), ms.to_string()];
+        fcall::<redis::Value>(link, wire::FN_COOLDOWN, &keys, &args).await?;
         Ok(())
     }
 

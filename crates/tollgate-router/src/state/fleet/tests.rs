@@ -306,6 +306,14 @@ fn a_cooldown_started_here_is_drained_once_and_wakes_the_transport() {
     out.clear();
     st.drain_cooldowns(&mut out);
     assert!(out.is_empty());
+    // Not published: handed back, drained again once, the later deadline kept.
+    st.requeue_cooldowns(&[(1, T0_MS + 5_000)]);
+    st.record_failure(1, t0 + Duration::from_secs(1), &IMMEDIATE);
+    st.drain_cooldowns(&mut out);
+    assert_eq!(out, vec![(1, T0_MS + 6_000)]);
+    out.clear();
+    st.drain_cooldowns(&mut out);
+    assert!(out.is_empty());
 }
 
 #[test]

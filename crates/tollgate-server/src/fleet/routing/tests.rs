@@ -20,7 +20,7 @@ use crate::state::{SharedRouter, build_router};
 const VAR: &str = "TOLLGATE_TEST_REDIS_URL";
 
 /// The Redis URL, or `None` after reporting the skip (the protocol of `tests/common/skip.rs`).
-fn redis_url(what: &str) -> Option<String> {
+pub(super) fn redis_url(what: &str) -> Option<String> {
     let url = std::env::var(VAR).ok().filter(|u| !u.is_empty());
     if url.is_none() {
         let test = format!("tollgate_server::fleet::routing::tests::{what}");
@@ -41,15 +41,20 @@ fn redis_url(what: &str) -> Option<String> {
 }
 
 fn config(redis: &str, prefix: &str, sync_ms: u64) -> Config {
+    config_with("REDIS_URL", redis, prefix, sync_ms)
+}
+
+/// Deployments east and west in group `pair`, the Redis named by env `var` = `value`.
+pub(super) fn config_with(var: &str, value: &str, prefix: &str, sync_ms: u64) -> Config {
     let yaml = format!(
-        "model_list:\n  - model_name: pair\n    litellm_params: {{model: openai/m, api_base: 'http://127.0.0.1:1/v1', api_key: k}}\n    model_info: {{id: east}}\n  - model_name: pair\n    litellm_params: {{model: openai/m, api_base: 'http://127.0.0.1:2/v1', api_key: k}}\n    model_info: {{id: west}}\nenvironment_variables:\n  REDIS_URL: '{redis}'\n  TOLLGATE_REDIS_KEY_PREFIX: '{prefix}'\n  TOLLGATE_ROUTING_SYNC_MS: '{sync_ms}'\n"
+        "model_list:\n  - model_name: pair\n    litellm_params: {{model: openai/m, api_base: 'http://127.0.0.1:1/v1', api_key: k}}\n    model_info: {{id: east}}\n  - model_name: pair\n    litellm_params: {{model: openai/m, api_base: 'http://127.0.0.1:2/v1', api_key: k}}\n    model_info: {{id: west}}\nenvironment_variables:\n  {var}: '{value}'\n  TOLLGATE_REDIS_KEY_PREFIX: '{prefix}'\n  TOLLGATE_ROUTING_SYNC_MS: '{sync_ms}'\n"
     );
     tollgate_config::load_str(&yaml, "test.yaml", &|_| None)
         .unwrap()
         .config
 }
 
-fn replica(cfg: &Config) -> (SharedRouter, RoutingSync) {
+pub(super) fn replica(cfg: &Config) -> (SharedRouter, RoutingSync) {
     let router = build_router(cfg, &cfg.model_list, &|_| None).unwrap();
     assert!(router.state().fleet().is_some(), "Redis set: a fleet state");
     let shared: SharedRouter = Arc::new(ArcSwap::from_pointee(router));
@@ -57,13 +62,13 @@ fn replica(cfg: &Config) -> (SharedRouter, RoutingSync) {
     (shared, sync)
 }
 
-fn east(r: &SharedRouter) -> DeploymentSnapshot {
+pub(super) fn east(r: &SharedRouter) -> DeploymentSnapshot {
     let router = r.load();
     let fleet = router.state().fleet().unwrap();
     fleet.snapshot(fleet.slot_of("east").unwrap(), Instant::now())
 }
 
-fn begin_east(r: &SharedRouter, n: usize) {
+pub(super) fn begin_east(r: &SharedRouter, n: usize) {
     let router = r.load();
     let fleet = router.state().fleet().unwrap();
     let slot = fleet.slot_of("east").unwrap();
@@ -73,7 +78,7 @@ fn begin_east(r: &SharedRouter, n: usize) {
 }
 
 /// Polls `r`'s snapshot of east (every 10 ms, at most `within`) until `ok` holds; the last one.
-async fn until(
+pub(super) async fn until(
     r: &SharedRouter,
     within: Duration,
     ok: impl Fn(&DeploymentSnapshot) -> bool,
@@ -88,7 +93,7 @@ async fn until(
     }
 }
 
-async fn clean(redis: &str, prefix: &str) {
+pub(super) async fn clean(redis: &str, prefix: &str) {
     let client = redis::Client::open(redis).unwrap();
     let mut c = client.get_multiplexed_async_connection().await.unwrap();
     let keys: Vec<String> = redis::cmd("KEYS")
@@ -105,7 +110,7 @@ async fn clean(redis: &str, prefix: &str) {
     }
 }
 
-fn prefix(name: &str) -> String {
+pub(super) fn prefix(name: &str) -> String {
     format!("tg-test-route-{name}-{}", uuid::Uuid::new_v4().simple())
 }
 
@@ -200,7 +205,7 @@ async fn a_cooldown_reaches_the_other_replica_by_pub_sub_at_once() {
 }
 
 /// A `redis-server` of this test on `port`, stopped by PID on drop.
-struct PrivateRedis(Child);
+pub(super) struct PrivateRedis(pub(super) Child);
 
 impl Drop for PrivateRedis {
     fn drop(&mut self) {
@@ -209,10 +214,20 @@ impl Drop for PrivateRedis {
     }
 }
 
+/// A `redis-server` on `port` with `args`, once it answers `PING`.
+pub(super) async fn start_redis_with(port: u16, args: &[&str]) -> Option<PrivateRedis> {
+    start(port, args).await
+}
+
 async fn start_redis(port: u16) -> Option<PrivateRedis> {
+    start(port, &[]).await
+}
+
+async fn start(port: u16, args: &[&str]) -> Option<PrivateRedis> {
     let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
