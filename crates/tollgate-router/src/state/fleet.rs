@@ -80,13 +80,15 @@ impl WallClock {
     }
 
     /// The instant of Unix time `ms`: the anchor's instant for a time this process cannot
-    /// represent before it (so an old deadline reads as past).
+    /// represent before it (so an old deadline reads as past), a year ahead for one it
+    /// cannot represent after it.
     pub fn instant(&self, ms: u64) -> Instant {
         if ms >= self.unix_ms {
             let ahead = Duration::from_millis(ms - self.unix_ms);
             self.instant
                 .checked_add(ahead)
-                .unwrap_or(self.instant + Duration::from_secs(86_400 * 365))
+                .or_else(|| self.instant.checked_add(Duration::from_secs(86_400 * 365)))
+                .unwrap_or(self.instant)
         } else {
             self.instant
                 .checked_sub(Duration::from_millis(self.unix_ms - ms))

@@ -65,6 +65,9 @@ pub const DEFAULT_SYNC: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long the last sync at shutdown may take.
 const FINAL_SYNC: Duration = Duration::from_secs(1);
+/// The longest cooldown another replica can impose here (a day: `cooldown_time` and an
+/// upstream's `retry-after` stay well below).
+pub const MAX_REMOTE_COOLDOWN: Duration = Duration::from_secs(86_400);
 /// How long shutdown waits for the task.
 const STOP_WAIT: Duration = Duration::from_secs(2);
 
@@ -283,7 +286,9 @@ impl Task {
         let (usage, cooldowns) = wire::parse_sync(&reply, fleet);
         fleet.apply_fleet(minute, &usage);
         for (slot, ms) in cooldowns {
-            fleet.apply_cooldown(slot, ms);
+            if plausible(fleet, now, ms) {
+                fleet.apply_cooldown(slot, ms);
+            }
         }
         if self.outage {
             self.outage = false;
@@ -344,6 +349,7 @@ impl Task {
         let router = self.router.load();
         if let Some(fleet) = router.state().fleet()
             && let Some(slot) = fleet.slot_of(id)
+            && plausible(fleet, Instant::now(), ms)
         {
             fleet.apply_cooldown(slot, ms);
         }
@@ -359,6 +365,15 @@ impl Task {
             );
         }
     }
+}
+
+/// Whether a cooldown deadline `ms` (Unix ms) read from Redis ends within
+/// [`MAX_REMOTE_COOLDOWN`] of `now`: a later one (a garbled message, a publisher's clock far
+/// ahead) is ignored rather than taking the deployment out for that long.
+fn plausible(fleet: &FleetState, now: Instant, ms: u64) -> bool {
+    ms <= fleet
+        .unix_ms(now)
+        .saturating_add(MAX_REMOTE_COOLDOWN.as_millis() as u64)
 }
 
 /// `FCALL name`; when the server has lost the library (a flush, a fresh server, a failover),

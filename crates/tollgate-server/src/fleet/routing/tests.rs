@@ -304,3 +304,15 @@ async fn redis_lost_and_back_routes_on_local_numbers_meanwhile() {
     sync_a.stop().await;
     sync_b.stop().await;
 }
+
+#[test]
+fn a_deadline_more_than_a_day_ahead_is_ignored() {
+    let now = Instant::now();
+    let fleet = tollgate_router::FleetState::new(
+        &["east".to_owned()],
+        tollgate_router::WallClock::at(now, 1_000_000),
+    );
+    assert!(super::plausible(&fleet, now, 1_000_000 + 86_400_000));
+    assert!(!super::plausible(&fleet, now, 1_000_000 + 86_400_001));
+    assert!(!super::plausible(&fleet, now, u64::MAX));
+}
