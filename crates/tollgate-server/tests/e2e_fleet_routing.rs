@@ -63,8 +63,11 @@ fn calls(m: &MockHandle) -> Vec<String> {
         .collect()
 }
 
-/// Deletes every key of the test's prefix.
-async fn clean(redis: &str, prefix: &str) {
+/// Stops the replicas (their last sync included), then deletes every key of the test's prefix.
+async fn clean(gws: &mut [GovGateway; 3], redis: &str, prefix: &str) {
+    for gw in gws.iter_mut() {
+        gw.stop().await;
+    }
     let client = redis::Client::open(redis).unwrap();
     let mut c = client.get_multiplexed_async_connection().await.unwrap();
     let keys: Vec<String> = redis::cmd("KEYS")
@@ -96,7 +99,7 @@ async fn a_deployment_cooled_down_by_one_replica_is_skipped_by_all() {
         &prefix,
         "  num_retries: 0\n  cooldown_time: 3\n",
     );
-    let gws = replicas(&cfg);
+    let mut gws = replicas(&cfg);
     let body = chat_body("pair", "hi", 5);
 
     // Through replica 1 until it calls east once (simple-shuffle: a coin per request).
@@ -141,7 +144,7 @@ async fn a_deployment_cooled_down_by_one_replica_is_skipped_by_all() {
         }
         assert_eq!(east, 1, "east called again after its cooldown");
     }
-    clean(&redis, &prefix).await;
+    clean(&mut gws, &redis, &prefix).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,7 +160,7 @@ async fn usage_based_routing_sees_the_fleets_usage() {
         &prefix,
         "  num_retries: 0\n  disable_cooldowns: true\n  routing_strategy: usage-based-routing-v2\n",
     );
-    let gws = replicas(&cfg);
+    let mut gws = replicas(&cfg);
 
     // One large request through replica 1: the mock reports ~10,000 prompt tokens for its
     // 40 KB prompt, on whichever deployment replica 1 chose.
@@ -187,5 +190,5 @@ async fn usage_based_routing_sees_the_fleets_usage() {
         (0, 20),
         "{seen:?}"
     );
-    clean(&redis, &prefix).await;
+    clean(&mut gws, &redis, &prefix).await;
 }
