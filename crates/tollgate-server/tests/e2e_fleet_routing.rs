@@ -162,6 +162,16 @@ async fn usage_based_routing_sees_the_fleets_usage() {
     );
     let mut gws = replicas(&cfg);
 
+    // Usage counts per Unix minute: start well inside one, so the scenario (~1 s) does not
+    // straddle two.
+    let into_minute = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 60_000;
+    if into_minute > 55_000 {
+        tokio::time::sleep(Duration::from_millis(60_200 - into_minute as u64)).await;
+    }
     // One large request through replica 1: the mock reports ~10,000 prompt tokens for its
     // 40 KB prompt, on whichever deployment replica 1 chose.
     let large = chat(&gws[0], MASTER, &chat_body("pair", &"A ".repeat(20_000), 5)).await;
