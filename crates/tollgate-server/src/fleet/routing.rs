@@ -33,8 +33,9 @@
 //! are forgotten; cooldowns already known run to their deadlines), reconnecting with back-off
 //! from one sync period to 5 s; the outage is logged once, and its end once (no URL or
 //! password is logged). The deltas of the outage are sent once it is back, if their minute is
-//! still running, and so are the cooldowns started meanwhile (or whose publication failed). A sync whose reply is lost (a timeout) is not sent again: its deltas may
-//! or may not have been counted.
+//! still running, and so are the cooldowns started meanwhile (or whose publication failed). A
+//! sync whose reply is lost (a timeout) is not sent again: its deltas may or may not have been
+//! counted.
 
 mod link;
 #[cfg(test)]
