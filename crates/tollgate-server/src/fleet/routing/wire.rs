@@ -6,8 +6,9 @@ use tollgate_router::state::{FleetUsage, UsageReport};
 
 /// The Lua function library (`library.lua`), loaded with `FUNCTION LOAD REPLACE`.
 pub(super) const LIBRARY: &str = include_str!("library.lua");
-/// The library's name (its source's first line): the version is part of it and of each function's name, so replicas of
-/// two releases run their own code side by side during a rolling deploy.
+/// The library's name (its source's first line): the version is part of it and of each
+/// function's name, so replicas of two releases run their own code side by side during a
+/// rolling deploy.
 #[cfg(test)]
 pub(super) const LIBRARY_NAME: &str = "tollgate_route_v1";
 /// Sends usage deltas and in-flight counts, reads the fleet's totals and running cooldowns.
