@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use divan::{Bencher, black_box};
 use tollgate_providers::{Deployment, DeploymentSpec};
 use tollgate_router::{
-    CallTiming, DeploymentLimits, FailureClass, ModelGroup, Outcome, RequestPolicy,
-    RoutedDeployment, Router, RouterConfig, RoutingStrategy,
+    CallTiming, DeploymentLimits, FailureClass, FleetState, InMemoryState, ModelGroup, Outcome,
+    RequestPolicy, RoutedDeployment, Router, RouterConfig, RouterState, RoutingStrategy, WallClock,
 };
 
 fn main() {
@@ -21,6 +21,11 @@ fn main() {
 }
 
 fn router(strategy: RoutingStrategy, disable_cooldowns: bool) -> Router {
+    router_with(strategy, disable_cooldowns, false)
+}
+
+/// The router, its state a [`FleetState`] (what a replica of a fleet runs) when `fleet`.
+fn router_with(strategy: RoutingStrategy, disable_cooldowns: bool, fleet: bool) -> Router {
     let deps = (0..4)
         .map(|i| {
             let d = Deployment::build(
@@ -54,10 +59,17 @@ fn router(strategy: RoutingStrategy, disable_cooldowns: bool) -> Router {
         rng_seed: Some(1),
         ..Default::default()
     };
-    Router::with_config(
+    Router::with_state(
         vec![ModelGroup::with_limits("mock-gpt".into(), deps)],
         HashMap::new(),
         cfg,
+        |ids| -> Box<dyn RouterState> {
+            if fleet {
+                Box::new(FleetState::new(ids, WallClock::now()))
+            } else {
+                Box::new(InMemoryState::new(ids.len(), Instant::now()))
+            }
+        },
     )
 }
 
@@ -86,6 +98,23 @@ const OK: Outcome = Outcome::Success {
 ])]
 fn success(bencher: Bencher, strategy: RoutingStrategy) {
     let r = router(strategy, false);
+    let now = Instant::now();
+    bencher.bench_local(|| {
+        let mut plan = r
+            .plan(black_box("mock-gpt"), policy())
+            .expect("known group");
+        while let Some(a) = plan.next_attempt(now) {
+            plan.report(&a, OK, now);
+        }
+        black_box(plan.summary())
+    });
+}
+
+/// [`success`] under usage-based-routing-v2 with the fleet-shared state: what merging the
+/// others' numbers into each snapshot costs.
+#[divan::bench]
+fn success_usage_based_fleet_state(bencher: Bencher) {
+    let r = router_with(RoutingStrategy::UsageBased, false, true);
     let now = Instant::now();
     bencher.bench_local(|| {
         let mut plan = r

@@ -20,7 +20,9 @@
 //!
 //! Selection within a group uses `order` tiers and the configured [`RoutingStrategy`];
 //! failures feed per-deployment cooldowns kept in a [`RouterState`] ([`InMemoryState`] by
-//! default, replaceable by a shared store). [`RouterConfig::from_settings`] and
+//! default; [`FleetState`] shares usage and cooldowns across the replicas of a fleet, its
+//! remote numbers at most one sync period old, 100 ms by default in the server).
+//! [`RouterConfig::from_settings`] and
 //! [`DeploymentLimits::from_entry`] map the typed config file.
 pub mod config;
 pub mod context_window;
@@ -43,6 +45,6 @@ pub use group::{DeploymentLimits, ModelGroup, RoutedDeployment};
 pub use plan::{Attempt, AttemptPlan, PlanEnd, PlanSummary, RequestPolicy, StreamSlot};
 pub use resolve::{Route, RouteError, Router, upstream_for};
 pub use state::{
-    AttemptTokens, CallTiming, CooldownRule, CooldownTrigger, DeploymentSnapshot, InMemoryState,
-    RouterState, SuccessSample,
+    AttemptTokens, CallTiming, CooldownRule, CooldownTrigger, DeploymentSnapshot, FleetState,
+    InMemoryState, RouterState, SuccessSample, WallClock,
 };

@@ -6,6 +6,14 @@
 //! later. Deployments are addressed by a dense slot number assigned by the router
 //! ([`crate::Router::slot_ids`] gives the deployment id of each slot). Memory is fixed per
 //! deployment: nothing grows with requests.
+//!
+//! [`FleetState`] shares the state across the replicas of a fleet: each replica's own numbers
+//! in an [`InMemoryState`], the others' (usage this minute, in flight, cooldowns) merged into
+//! every snapshot, at most one sync period old (see [`fleet`]).
+
+pub mod fleet;
+
+pub use fleet::{FleetState, FleetUsage, UsageReport, WallClock};
 
 use std::fmt;
 use std::sync::Mutex;
@@ -159,6 +167,11 @@ pub trait RouterState: Send + Sync + fmt::Debug {
     fn slots(&self) -> usize;
     /// Bytes held for the state (constant for a given number of slots).
     fn footprint_bytes(&self) -> usize;
+    /// The fleet-shared state behind this store, for the transport that syncs it (`None`:
+    /// a store of this process alone).
+    fn fleet(&self) -> Option<&FleetState> {
+        None
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]

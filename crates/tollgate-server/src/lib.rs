@@ -11,7 +11,8 @@
 //! [`mock_provider`] answers `mock/` deployments in process behind the same upstream seam as
 //! HTTP; [`response_session`] is a Responses API attempt's stored state; [`routes`] maps URLs
 //! to handlers; [`service`] serves the inference routes directly and the rest through the
-//! router; [`serve`] runs the listener with graceful shutdown.
+//! router; [`serve`] runs the listener with graceful shutdown; [`fleet`] shares routing state
+//! (cooldowns, usage) across replicas.
 
 pub mod anthropic_metadata;
 pub mod auth;
@@ -19,6 +20,7 @@ pub mod check_config;
 pub mod check_governance;
 pub mod clientside;
 pub mod errors;
+pub mod fleet;
 pub mod gate;
 pub mod headers;
 pub mod health;

@@ -220,6 +220,12 @@ async fn serve_all(
     } else {
         (Arc::new(state), None)
     };
+    // Cooldowns and deployment usage shared with the other replicas (when Redis is set).
+    let routing = tollgate_server::fleet::routing::RoutingSync::start(
+        &loaded.config,
+        &env,
+        Arc::clone(&state.router),
+    );
     // Counted as check-config counts them: every model group, a wildcard one once.
     let (groups, wildcard_groups, aliases) = {
         let r = state.router.load();
@@ -243,6 +249,9 @@ async fn serve_all(
         .into_std()
         .map_err(|source| StartupError::Listen { addr, source })?;
     let (pool, served) = serve_until_stopped(&state, listener, plan.workers, drain).await;
+    if let Some(r) = routing {
+        r.stop().await;
+    }
     // Flush spend counters and spend logs queued by the last requests, while the workers'
     // runtimes (and the connections registered with them) still run.
     let _ = stop_tx.send(true);

@@ -24,7 +24,9 @@ pub const DEFAULT_MAX_REQUEST_BYTES: usize = tollgate_config::DEFAULT_BODY_LIMIT
 /// requests see while those in flight finish on theirs.
 ///
 /// A swap starts the new router's state afresh: cooldowns, latency samples and per-minute usage
-/// of every deployment reset when a deployment is added or removed.
+/// of every deployment reset when a deployment is added or removed. With routing state shared
+/// across replicas ([`crate::fleet::routing`]) the fleet's usage and running cooldowns come
+/// back at the next sync.
 pub type SharedRouter = Arc<ArcSwap<Router>>;
 
 /// Environment lookup kept for runtime rebuilds (provider keys and base URLs, `os.environ/`).
@@ -100,7 +102,7 @@ impl AppState {
                 .iter()
                 .flat_map(|(_, v)| v.iter().map(|(r, _)| r.deployment.as_ref())),
         )?;
-        let router = router_of(config, groups)?;
+        let router = router_of(config, groups, env)?;
         let auth = Arc::new(Authenticator::new(
             loaded.master_key.as_ref().map(|k| k.expose()),
             config.general_settings.litellm_key_header_name.as_deref(),
@@ -209,7 +211,13 @@ fn model_groups<'a>(
     Ok(groups)
 }
 
-fn router_of(config: &Config, groups: Groups) -> Result<Router, StateError> {
+/// The router over `groups`; its state is shared with the fleet when Redis settings resolve
+/// ([`crate::fleet::routing`]).
+fn router_of(
+    config: &Config,
+    groups: Groups,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Router, StateError> {
     let aliases: HashMap<String, String> = config
         .router_settings
         .model_group_alias
@@ -218,13 +226,15 @@ fn router_of(config: &Config, groups: Groups) -> Result<Router, StateError> {
         .collect();
     let router_config =
         RouterConfig::from_settings(&config.router_settings, &config.litellm_settings)?;
-    Ok(Router::with_config(
+    let shared = crate::fleet::routing::settings(config, env).is_some();
+    Ok(Router::with_state(
         groups
             .into_iter()
             .map(|(name, deps)| ModelGroup::with_limits(name, deps))
             .collect(),
         aliases,
         router_config,
+        crate::fleet::routing::router_state(shared),
     ))
 }
 
@@ -239,7 +249,7 @@ pub fn build_router<'a>(
     entries: impl IntoIterator<Item = &'a ModelEntry>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Router, StateError> {
-    router_of(config, model_groups(config, entries, env)?)
+    router_of(config, model_groups(config, entries, env)?, env)
 }
 
 fn mb(v: Option<f64>) -> Option<usize> {
