@@ -19,6 +19,7 @@ pub mod check_config;
 pub mod check_governance;
 pub mod clientside;
 pub mod errors;
+pub mod fleet;
 pub mod gate;
 pub mod headers;
 pub mod health;
