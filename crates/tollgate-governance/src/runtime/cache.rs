@@ -115,6 +115,11 @@ impl IdentityCache {
     /// a request, and its `"LiteLLM_EndUserTable"` row is written behind with its spend.
     /// Until a load returns that row, [`Self::replace`] keeps it.
     pub fn note_end_user(&self, id: &str) {
+        // both locks, in the order replace takes them: no swap between the two inserts
+        let mut unwritten = self
+            .unwritten_end_users
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let mut g = self.inner.write().unwrap_or_else(|e| e.into_inner());
         if g.end_users.contains_key(id) {
             return;
@@ -126,11 +131,7 @@ impl IdentityCache {
                 ..EndUser::default()
             }),
         );
-        drop(g);
-        self.unwritten_end_users
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_owned());
+        unwritten.insert(id.to_owned());
     }
 
     /// Swaps in `fresh` (every entity as the database holds it now), keeping the end users
@@ -160,6 +161,24 @@ impl IdentityCache {
         mut fresh: Entities,
         since: Option<u64>,
     ) -> Result<Replaced, Box<Entities>> {
+        // Comparing every row takes time proportional to the tables: done under the shared
+        // lock, which requests share too; the write lock is held only for the swap.
+        let mut out = Replaced::default();
+        {
+            let old = self.read();
+            let mut count = |(c, r): (usize, usize)| {
+                out.changed += c;
+                out.removed += r;
+            };
+            count(carry(&old.keys, &mut fresh.keys));
+            count(carry(&old.teams, &mut fresh.teams));
+            count(carry(&old.users, &mut fresh.users));
+            count(carry(&old.end_users, &mut fresh.end_users));
+            count(carry(&old.budgets, &mut fresh.budgets));
+            count(carry(&old.memberships, &mut fresh.memberships));
+            count(carry(&old.organizations, &mut fresh.organizations));
+            count(carry(&old.tags, &mut fresh.tags));
+        }
         let mut unwritten = self
             .unwritten_end_users
             .lock()
@@ -168,7 +187,6 @@ impl IdentityCache {
         if since.is_some_and(|s| s != self.generation()) {
             return Err(Box::new(fresh));
         }
-        let mut out = Replaced::default();
         unwritten.retain(|id| {
             if fresh.end_users.contains_key(id) {
                 return false;
@@ -182,29 +200,14 @@ impl IdentityCache {
                 None => false,
             }
         });
-        let old = &*g;
-        let mut count = |c: usize, r: usize| {
-            out.changed += c;
-            out.removed += r;
-        };
-        let (c, r) = carry(&old.keys, &mut fresh.keys);
-        count(c, r);
-        let (c, r) = carry(&old.teams, &mut fresh.teams);
-        count(c, r);
-        let (c, r) = carry(&old.users, &mut fresh.users);
-        count(c, r);
-        let (c, r) = carry(&old.end_users, &mut fresh.end_users);
-        count(c, r);
-        let (c, r) = carry(&old.budgets, &mut fresh.budgets);
-        count(c, r);
-        let (c, r) = carry(&old.memberships, &mut fresh.memberships);
-        count(c, r);
-        let (c, r) = carry(&old.organizations, &mut fresh.organizations);
-        count(c, r);
-        let (c, r) = carry(&old.tags, &mut fresh.tags);
-        count(c, r);
+        // kept rows were counted as removed above
+        out.removed = out.removed.saturating_sub(out.kept_local);
         out.keys = fresh.keys.len();
-        *g = fresh;
+        let old = std::mem::replace(&mut *g, fresh);
+        drop(g);
+        drop(unwritten);
+        // the old tables are freed outside the lock
+        drop(old);
         Ok(out)
     }
 

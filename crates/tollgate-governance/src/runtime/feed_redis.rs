@@ -265,3 +265,7 @@ fn heard(payload: &[u8], origin: &str, requests: &RefreshRequests, stats: &FeedS
 #[cfg(test)]
 #[path = "feed_redis_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "feed_cluster_tests.rs"]
+mod cluster_tests;
