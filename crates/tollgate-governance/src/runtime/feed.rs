@@ -43,6 +43,9 @@ pub enum ChangeKind {
     Tag,
     /// A stored model deployment (id: `model_id`).
     Model,
+    /// A kind a newer version announces and this one does not know: refreshes everything.
+    #[serde(other)]
+    Other,
 }
 
 impl ChangeKind {
@@ -91,7 +94,7 @@ impl Change {
     }
 
     /// `(origin, change)` of a payload; `None` when it is not one (a foreign publisher on the
-    /// channel, a newer kind this version does not know).
+    /// channel). A kind this version does not know decodes as [`ChangeKind::Other`].
     pub fn decode(payload: &[u8]) -> Option<(String, Change)> {
         let w: Wire<'_> = serde_json::from_slice(payload).ok()?;
         Some((w.origin.to_owned(), Change::new(w.kind, w.id)))
@@ -197,7 +200,7 @@ mod tests {
         assert_eq!(Change::decode(b"not json"), None);
         assert_eq!(
             Change::decode(br#"{"origin":"r","kind":"spaceship","id":"x"}"#),
-            None
+            Some(("r".to_owned(), Change::new(ChangeKind::Other, "x")))
         );
         assert_eq!(channel("tollgate"), "tollgate:changes");
     }

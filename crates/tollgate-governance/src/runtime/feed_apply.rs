@@ -73,11 +73,12 @@ pub struct RefreshRequests {
 }
 
 impl RefreshRequests {
-    /// Asks for the refresh a change of `kind` needs.
+    /// Asks for the refresh a change of `kind` needs (both for [`ChangeKind::Other`]).
     pub fn request(&self, kind: ChangeKind) {
-        let flag = match kind.is_model() {
-            true => &self.models,
-            false => &self.identities,
+        let flag = match kind {
+            ChangeKind::Other => return self.request_all(),
+            k if k.is_model() => &self.models,
+            _ => &self.identities,
         };
         flag.store(true, Ordering::Release);
         self.notify.notify_one();

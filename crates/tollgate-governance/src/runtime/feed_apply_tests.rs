@@ -174,6 +174,10 @@ async fn a_resync_asks_for_both_and_stop_ends_the_loop() {
     r.req.request_all();
     tokio::time::sleep(ms(51)).await;
     assert_eq!(counts(&r), (1, 1));
+    // a kind from a newer version refreshes both too
+    r.req.request(ChangeKind::Other);
+    tokio::time::sleep(ms(51)).await;
+    assert_eq!(counts(&r), (2, 2));
     let _ = r.stop.send(true);
     tokio::time::timeout(ms(10), r.task)
         .await
