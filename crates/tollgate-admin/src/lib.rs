@@ -137,6 +137,15 @@ pub trait ModelRegistry: Send + Sync + 'static {
     /// Errors: [`ModelChangeError::NotFound`], [`ModelChangeError::Invalid`] (a config-file
     /// deployment, or the merged entry cannot be routed), [`ModelChangeError::Store`].
     async fn update(&self, id: &str, patch: Value, actor: &str) -> Result<Value, ModelChangeError>;
+    /// Reads the stored deployments again (another replica of the fleet changed them) and
+    /// routes them, as at start; returns whether anything changed (the router is rebuilt only
+    /// then). The default, for registries that store nothing: `Ok(false)`.
+    ///
+    /// Errors: [`ModelChangeError::Store`] (nothing changed), [`ModelChangeError::Invalid`]
+    /// (the router cannot be built).
+    async fn reload(&self) -> Result<bool, ModelChangeError> {
+        Ok(false)
+    }
 }
 
 /// What the management routes work on.

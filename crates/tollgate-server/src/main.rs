@@ -326,7 +326,7 @@ async fn with_governance(
         .map(|e| tollgate_governance::tokens::Encoding::for_model(&e.litellm_params.model))
         .collect();
     tokio::task::spawn_blocking(move || encodings.into_iter().for_each(|e| e.warm_up()));
-    let writer = gate.spawn_write_behind(stop);
+    let writer = gate.spawn_write_behind(stop.clone());
     tracing::info!(store = %choice.describe(), "governance on: virtual keys, budgets, limits, spend logs");
     // Deployments stored through `/model/new` join the router before the first request.
     let admin = tollgate_server::gate::admin::context(loaded, &state, &gate, Arc::new(env))
@@ -335,6 +335,9 @@ async fn with_governance(
             store: choice.describe(),
             error,
         })?;
+    // With Redis settings: management changes reach every replica (fleet/identity.rs).
+    tollgate_server::fleet::identity::start(&loaded.config, &env, &admin, stop)
+        .map_err(StartupError::config)?;
     if let Some(w) = tollgate_server::gate::unpriced::warning(&gate.unpriced(&state.router.load()))
     {
         tracing::warn!("{w}");

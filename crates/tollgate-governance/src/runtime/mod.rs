@@ -11,9 +11,16 @@
 //!
 //! The management API writes through [`Governance::store`], then updates [`Governance::cache`]
 //! and the admission counters ([`Governance::admission`]).
+//!
+//! In a fleet ([`Governance::announce_writes`]), those writes are also announced on the change
+//! feed ([`feed`]), and every replica brings its cache up to date with
+//! [`Governance::reload_identities`] ([`feed_apply`] decides when).
 
 pub mod access;
 pub mod cache;
+pub mod feed;
+pub mod feed_apply;
+pub mod feed_redis;
 pub mod principal;
 pub mod scopes;
 mod seed;
@@ -23,7 +30,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 pub use access::{AccessGroups, DeniedBy, list_allows};
-pub use cache::{Entities, IdentityCache};
+pub use cache::{Entities, IdentityCache, Replaced};
 pub use principal::{KeyError, Principal};
 pub use scopes::{
     BlockedEndUser, EndUserDefault, RequestFacts, end_user_limits, needs_token_count,
@@ -110,7 +117,14 @@ pub struct Governance {
     logs: Arc<SpendLogQueue>,
     options: GovernanceOptions,
     access: std::sync::RwLock<Arc<AccessGroups>>,
+    /// The store the management API writes through once writes are announced
+    /// ([`Governance::announce_writes`]).
+    announced: std::sync::OnceLock<Arc<dyn GovernanceStore>>,
 }
+
+/// Loads of one [`Governance::reload_identities`] at most before it swaps in the last one even
+/// though local writes went on meanwhile.
+const RELOAD_ATTEMPTS: usize = 3;
 
 impl std::fmt::Debug for Governance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -159,12 +173,50 @@ impl Governance {
             logs: Arc::new(SpendLogQueue::new(options.spend_log_capacity)),
             access: std::sync::RwLock::new(Arc::new(options.access_groups.clone())),
             options,
+            announced: std::sync::OnceLock::new(),
         })
     }
 
-    /// The database.
+    /// The database, as the management API writes to it: after
+    /// [`Self::announce_writes`], the store that announces each accepted write on the fleet's
+    /// change feed.
     pub fn store(&self) -> &Arc<dyn GovernanceStore> {
-        &self.store
+        self.announced.get().unwrap_or(&self.store)
+    }
+
+    /// From now on, [`Self::store`] announces every management write the database accepted on
+    /// `feed` ([`crate::store::PublishingStore`]). The write-behind keeps writing spend to the
+    /// plain store. Called once at start, before serving; a second call changes nothing and
+    /// returns false.
+    pub fn announce_writes(&self, feed: feed::ChangeFeed) -> bool {
+        let publishing = crate::store::PublishingStore::new(Arc::clone(&self.store), feed);
+        self.announced.set(Arc::new(publishing)).is_ok()
+    }
+
+    /// Brings the identity cache up to what the database holds now (other replicas' writes,
+    /// rows written straight to the database): one full [`GovernanceStore::load`], swapped in
+    /// with [`IdentityCache::replace`] (end users only this replica knows yet are kept; a
+    /// team's change reaches its keys' principals because principals are resolved from the
+    /// cache on every request). If a management write of this replica ended while the load
+    /// ran, the load may predate it: it is loaded again (at most [`RELOAD_ATTEMPTS`] loads).
+    /// Spend counters are left alone: a reload never resets spend.
+    ///
+    /// Errors: the store's ([`StoreError`]); the cache is then unchanged.
+    pub async fn reload_identities(&self) -> Result<Replaced, StoreError> {
+        let mut attempt = 1;
+        loop {
+            let before = self.cache.generation();
+            let mut snapshot = self.store.load().await?;
+            snapshot.model_budget_windows.clear();
+            let fresh = Entities::from_snapshot(snapshot);
+            if attempt >= RELOAD_ATTEMPTS {
+                return Ok(self.cache.replace(fresh));
+            }
+            if let Ok(r) = self.cache.replace_unless_written_since(fresh, before) {
+                return Ok(r);
+            }
+            attempt += 1;
+        }
     }
 
     /// The admission engine (spend and counters).
@@ -244,14 +296,7 @@ impl Governance {
             &mut unseen,
         )?;
         if let (true, Some(id)) = (unseen, facts.end_user) {
-            self.cache.update(|e| {
-                e.end_users.entry(id.to_owned()).or_insert_with(|| {
-                    Arc::new(crate::store::EndUser {
-                        user_id: id.to_owned(),
-                        ..crate::store::EndUser::default()
-                    })
-                });
-            });
+            self.cache.note_end_user(id);
         }
         Ok(out)
     }
@@ -346,3 +391,6 @@ impl Governance {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod reload_tests;

@@ -20,6 +20,7 @@ pub mod models;
 mod pg_connect;
 mod postgres;
 pub mod probe;
+mod publish;
 pub mod schema;
 pub mod secret_box;
 mod spend_ids;
@@ -44,6 +45,7 @@ pub use pg_connect::{
     DEFAULT_POOL_LIMIT, DEFAULT_POOL_TIMEOUT_SECS, PgPoolPlan, PgPoolSettings, PgUrl,
 };
 pub use postgres::{MIGRATION_LOCK_KEY, PostgresStore};
+pub use publish::PublishingStore;
 pub use secret_box::{SecretBox, SecretBoxError};
 pub use spend_ids::attempt_id;
 pub use sqlite::SqliteStore;

@@ -1,4 +1,6 @@
-//! What the replicas of a fleet share beyond governance's counters: [`routing`] keeps
-//! cooldowns and deployment usage in step across replicas through the fleet's Redis.
+//! What the replicas of a fleet share through its Redis beyond governance's counters:
+//! [`identity`] (management changes reaching every replica's in-process cache and router) and
+//! [`routing`] (cooldowns and deployment usage kept in step).
 
+pub mod identity;
 pub mod routing;

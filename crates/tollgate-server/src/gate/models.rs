@@ -52,6 +52,8 @@ pub struct ModelCatalog {
     config_ids: HashSet<String>,
     /// Stored deployments, oldest first.
     stored: ArcSwap<Vec<Stored>>,
+    /// Stored rows the last load could not route (compared by [`Self::reload_if_changed`]).
+    skipped: ArcSwap<Vec<ProxyModel>>,
     /// One change (store write + router swap) at a time.
     changes: tokio::sync::Mutex<()>,
 }
@@ -110,6 +112,7 @@ impl ModelCatalog {
             config_listing,
             config_ids,
             stored: ArcSwap::default(),
+            skipped: ArcSwap::default(),
             changes: tokio::sync::Mutex::new(()),
         }
     }
@@ -127,6 +130,43 @@ impl ModelCatalog {
         }
         let _change = self.changes.lock().await;
         let rows = self.gate.gov.store().load_models(&self.key).await?;
+        self.route_rows(rows)
+    }
+
+    /// [`Self::load`] when the stored rows differ from those routed (and skipped) now, by what
+    /// routing reads: id, group name, `litellm_params`, `model_info`. Returns whether the
+    /// router was rebuilt: an unchanged table leaves the router, and its state (cooldowns,
+    /// latency samples), alone. This is how a replica takes in `/model/new`, `/model/update`
+    /// and `/model/delete` made through another replica.
+    ///
+    /// Errors: as [`Self::load`].
+    pub async fn reload_if_changed(&self) -> Result<bool, GateError> {
+        if !self.store_enabled() {
+            return Ok(false);
+        }
+        let _change = self.changes.lock().await;
+        let rows = self.gate.gov.store().load_models(&self.key).await?;
+        let known = self.stored.load();
+        let skipped = self.skipped.load();
+        let mut now: Vec<_> = rows.iter().map(routing_view).collect();
+        let mut before: Vec<_> = known
+            .iter()
+            .map(|s| &s.row)
+            .chain(skipped.iter())
+            .map(routing_view)
+            .collect();
+        now.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        before.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if now == before {
+            return Ok(false);
+        }
+        self.route_rows(rows)?;
+        Ok(true)
+    }
+
+    /// Routes `rows` (read from the store; see [`Self::load`]) and makes them current.
+    fn route_rows(&self, rows: Vec<ProxyModel>) -> Result<usize, GateError> {
+        let mut skipped = Vec::new();
         let mut kept: Vec<Stored> = Vec::with_capacity(rows.len());
         for row in rows {
             let id = row.model_id.clone();
@@ -142,17 +182,21 @@ impl ModelCatalog {
                 };
             match checked {
                 Ok(entry) => kept.push(Stored { row, entry }),
-                Err(error) => tracing::warn!(
-                    model_id = %id,
-                    %error,
-                    "stored deployment skipped (LiteLLM_ProxyModelTable)"
-                ),
+                Err(error) => {
+                    tracing::warn!(
+                        model_id = %id,
+                        %error,
+                        "stored deployment skipped (LiteLLM_ProxyModelTable)"
+                    );
+                    skipped.push(row);
+                }
             }
         }
         let router = self
             .router_for(&kept)
             .map_err(|e| GateError::Config(e.to_string()))?;
         let n = kept.len();
+        self.skipped.store(Arc::new(skipped));
         self.commit(kept, router);
         Ok(n)
     }
@@ -287,6 +331,18 @@ impl ModelRegistry for ModelCatalog {
         self.commit(next, router);
         Ok(())
     }
+
+    async fn reload(&self) -> Result<bool, ModelChangeError> {
+        self.reload_if_changed().await.map_err(|e| match e {
+            GateError::Store(e) => ModelChangeError::Store(e),
+            other => ModelChangeError::Invalid(other.to_string()),
+        })
+    }
+}
+
+/// What routing reads of a stored row (timestamps and authors left out).
+fn routing_view(r: &ProxyModel) -> (&str, &str, &Value, &Value) {
+    (&r.model_id, &r.model_name, &r.litellm_params, &r.model_info)
 }
 
 #[cfg(test)]
