@@ -19,6 +19,11 @@
 //! round-trip and outage tests a `redis-server` binary); each skips and says so otherwise.
 //! Every gateway runs under a key prefix unique to its test (`TOLLGATE_REDIS_KEY_PREFIX`),
 //! deleted at the end.
+#![expect(
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed setup fails the test"
+)]
 
 #[path = "common/governance.rs"]
 mod gov;
@@ -57,10 +62,23 @@ fn fleet_config(
     router_extra: &str,
     litellm_extra: &str,
 ) -> String {
+    let env = format!("  REDIS_URL: \"{redis_url}\"\n");
+    config_with_env(mock_base, &env, prefix, db_url, router_extra, litellm_extra)
+}
+
+/// [`fleet_config`] with the Redis named by `redis_env` (`environment_variables` lines).
+fn config_with_env(
+    mock_base: &str,
+    redis_env: &str,
+    prefix: &str,
+    db_url: Option<&str>,
+    router_extra: &str,
+    litellm_extra: &str,
+) -> String {
     let mut c = config(mock_base, &[flat()], router_extra, db_url);
-    c.push_str(&format!(
-        "environment_variables:\n  REDIS_URL: \"{redis_url}\"\n  TOLLGATE_REDIS_KEY_PREFIX: \"{prefix}\"\n"
-    ));
+    c.push_str("environment_variables:\n");
+    c.push_str(redis_env);
+    c.push_str(&format!("  TOLLGATE_REDIS_KEY_PREFIX: \"{prefix}\"\n"));
     if !litellm_extra.is_empty() {
         c.push_str("litellm_settings:\n");
         c.push_str(litellm_extra);
@@ -211,9 +229,35 @@ async fn three_replicas_share_an_rpm_limit_and_a_budget_exactly() {
     let Some(db) = PgDb::create(what).await else {
         return;
     };
-    let m = mock().await;
     let prefix = unique_prefix("fleet");
-    let cfg = fleet_config(&m.base_url(), &url, &prefix, Some(&db.url), "", "");
+    let env = format!("  REDIS_URL: \"{url}\"\n");
+    fleet_holds_rpm_and_budget(&db, &env, &prefix).await;
+    delete_prefix(&url, &prefix).await;
+}
+
+#[tokio::test]
+async fn three_replicas_on_a_three_primary_cluster_share_an_rpm_limit_and_a_budget_exactly() {
+    let what = "three_replicas_on_a_three_primary_cluster_share_limits";
+    let Some(_shared) = redis_url(what) else {
+        return;
+    };
+    let Some(db) = PgDb::create(what).await else {
+        return;
+    };
+    let Some(cluster) = private_cluster(what).await else {
+        return;
+    };
+    let env = format!("  REDIS_CLUSTER_NODES: '{}'\n", cluster.nodes_json());
+    fleet_holds_rpm_and_budget(&db, &env, &unique_prefix("cluster")).await;
+}
+
+/// Three replicas on the Redis of `redis_env` and on `db`: `rpm_limit: 30` under 45
+/// round-robin requests admits exactly 30; 60 concurrent requests against a budget of 10
+/// admit exactly 10 (and at most 10 by the overshoot bound); spend logs, the key's row and
+/// `/key/info` on every replica then agree.
+async fn fleet_holds_rpm_and_budget(db: &PgDb, redis_env: &str, prefix: &str) {
+    let m = mock().await;
+    let cfg = config_with_env(&m.base_url(), redis_env, prefix, Some(&db.url), "", "");
     // keys first (on a lone replica), so that every replica loads them at start
     let one = GovGateway::start(&cfg);
     let (rpm_key, _) = generate_key(&one, json!({"rpm_limit": 30})).await;
@@ -315,7 +359,6 @@ async fn three_replicas_share_an_rpm_limit_and_a_budget_exactly() {
         "the key's row holds the counters' spend: {row:?}"
     );
     drop(fleet);
-    delete_prefix(&url, &prefix).await;
 }
 
 #[tokio::test]

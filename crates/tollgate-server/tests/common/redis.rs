@@ -128,19 +128,8 @@ pub async fn private_redis(what: &str) -> Option<PrivateRedis> {
         url: format!("redis://127.0.0.1:{port}"),
         port,
     };
-    for _ in 0..100 {
-        if let Ok(c) = redis::Client::open(server.url.as_str())
-            && let Ok(mut con) = c.get_multiplexed_async_connection().await
-            && redis::cmd("PING")
-                .query_async::<String>(&mut con)
-                .await
-                .is_ok()
-        {
-            return Some(server);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("redis-server on port {port} did not answer PING");
+    wait_ping(&server.url).await;
+    Some(server)
 }
 
 /// One command as `MONITOR` printed it.
@@ -239,4 +228,143 @@ fn parse(line: &str) -> Option<Seen> {
         command: it.next()?.to_ascii_uppercase(),
         args: it.collect(),
     })
+}
+
+/// A three-primary Redis Cluster this test started (no replicas), each node stopped by PID on
+/// drop, its files in a temporary directory.
+pub struct PrivateCluster {
+    /// The primaries.
+    pub nodes: Vec<PrivateRedis>,
+    _dir: crate::gov::TempDir,
+}
+
+impl PrivateCluster {
+    /// `[{"host": "127.0.0.1", "port": p}, ...]`: LiteLLM's `REDIS_CLUSTER_NODES`.
+    pub fn nodes_json(&self) -> String {
+        let nodes: Vec<serde_json::Value> = self
+            .nodes
+            .iter()
+            .map(|n| serde_json::json!({"host": "127.0.0.1", "port": n.port}))
+            .collect();
+        serde_json::Value::from(nodes).to_string()
+    }
+}
+
+/// A loopback port free for a cluster node: the port and its bus port (+10 000).
+fn free_cluster_port(taken: &[u16]) -> u16 {
+    loop {
+        let p = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let bus_free = p
+            .checked_add(10_000)
+            .is_some_and(|b| std::net::TcpListener::bind(("127.0.0.1", b)).is_ok());
+        if bus_free && !taken.contains(&p) {
+            return p;
+        }
+    }
+}
+
+/// Starts three `redis-server --cluster-enabled yes` on free loopback ports, joins them with
+/// `redis-cli --cluster create` (all 16 384 slots over the three primaries) and waits (at
+/// most 10 s) for `cluster_state:ok` on each. `None` after reporting the skip when there is no
+/// `redis-server`.
+pub async fn private_cluster(what: &str) -> Option<PrivateCluster> {
+    let dir = crate::gov::TempDir::new("redis-cluster");
+    let mut nodes = Vec::new();
+    let mut ports = Vec::new();
+    for _ in 0..3 {
+        let port = free_cluster_port(&ports);
+        ports.push(port);
+        let conf = dir.0.join(format!("nodes-{port}.conf"));
+        let child = match Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--cluster-enabled",
+                "yes",
+            ])
+            .arg("--cluster-config-file")
+            .arg(&conf)
+            .arg("--dir")
+            .arg(&dir.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "SKIPPED {}: no redis-server to start ({e})",
+                    skip::test_name(what)
+                );
+                return None;
+            }
+        };
+        nodes.push(PrivateRedis {
+            child,
+            url: format!("redis://127.0.0.1:{port}"),
+            port,
+        });
+    }
+    for n in &nodes {
+        wait_ping(&n.url).await;
+    }
+    let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let created = Command::new("redis-cli")
+        .arg("--cluster")
+        .arg("create")
+        .args(&addrs)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run redis-cli --cluster create");
+    assert!(created.success(), "redis-cli --cluster create failed");
+    for _ in 0..200 {
+        let mut ok = true;
+        for n in &nodes {
+            ok &= cluster_ok(&n.url).await;
+        }
+        if ok {
+            return Some(PrivateCluster { nodes, _dir: dir });
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the cluster on {addrs:?} did not reach cluster_state:ok");
+}
+
+async fn wait_ping(url: &str) {
+    for _ in 0..100 {
+        if let Ok(c) = redis::Client::open(url)
+            && let Ok(mut con) = c.get_multiplexed_async_connection().await
+            && redis::cmd("PING")
+                .query_async::<String>(&mut con)
+                .await
+                .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("redis-server at {url} did not answer PING");
+}
+
+async fn cluster_ok(url: &str) -> bool {
+    let Ok(c) = redis::Client::open(url) else {
+        return false;
+    };
+    let Ok(mut con) = c.get_multiplexed_async_connection().await else {
+        return false;
+    };
+    redis::cmd("CLUSTER")
+        .arg("INFO")
+        .query_async::<String>(&mut con)
+        .await
+        .is_ok_and(|info| info.contains("cluster_state:ok"))
 }
