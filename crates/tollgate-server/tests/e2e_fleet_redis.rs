@@ -9,7 +9,9 @@
 //!   bound of `tollgate_governance::admission`: `final spend < max_budget + one estimate`
 //!   when estimates bound their costs, as they do here); the spend logs, the key's row and
 //!   `/key/info` on every replica then agree.
-//! - Redis gone: a request is refused with 503 in its dialect, nothing sent upstream.
+//! - Redis gone: a request is refused with 503 in its dialect, nothing sent upstream; a
+//!   Redis that cannot be reached at start stops the start with an error naming it, its
+//!   password masked.
 //!
 //! Mock token rule (crates/tollgate-mock/README.md): `"hello"` with `max_tokens: 8` answers 8
 //! completion tokens. The `flat` deployment prices input at 0, so every estimate equals the
@@ -397,5 +399,48 @@ async fn redis_down_at_admission_refuses_with_503_in_the_client_dialect() {
     assert!(
         upstream_calls(&m, "flat").is_empty(),
         "nothing forwarded while the counters cannot answer"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_stops_the_start_naming_it_with_its_password_masked() {
+    // a port nothing listens on: bind one, then free it
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let m = mock().await;
+    let url = format!("redis://tg:CANARY-redis-pw@127.0.0.1:{port}/0");
+    let cfg = fleet_config(&m.base_url(), &url, "tgtest-unreachable", None, "", "");
+    let dir = TempDir::new("unreachable");
+    let path = dir.0.join("config.yaml");
+    std::fs::write(&path, cfg).expect("write config");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .arg("--config")
+            .arg(&path)
+            .args(["--port", "0", "--host", "127.0.0.1"])
+            .env_remove("LITELLM_MASTER_KEY")
+            .env_remove("DATABASE_URL")
+            .output()
+            .expect("run tollgate")
+    })
+    .await
+    .expect("wait for tollgate");
+    assert!(!out.status.success(), "started without its Redis");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("127.0.0.1:{port}")) && text.contains("REDIS_URL"),
+        "the error names the target and its key:\n{text}"
+    );
+    assert!(text.contains("governance counters"), "{text}");
+    assert!(!text.contains("CANARY"), "a password was printed:\n{text}");
+    assert!(
+        !text.contains("listening on"),
+        "served without its counters:\n{text}"
     );
 }
