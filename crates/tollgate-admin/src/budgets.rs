@@ -167,7 +167,7 @@ async fn update(
     }
     .commit(gov)
     .await?;
-    live::arm_tier(gov, Some(&id), window.as_ref());
+    live::arm_tier(gov, Some(&id), window.as_ref()).await?;
     tracing::info!(budget_id = %id, "budget tier updated");
     Ok(Json(row(&t)))
 }

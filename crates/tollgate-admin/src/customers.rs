@@ -56,14 +56,14 @@ fn scope(id: &str) -> ScopeKey {
 
 /// A customer as LiteLLM shows it: the `"LiteLLM_EndUserTable"` row with live `spend` (USD)
 /// and `litellm_budget_table` (its tier or `null`).
-fn object(gov: &Governance, c: &EndUser) -> Map<String, Value> {
-    let mut m = extract::object(&live::end_user_row(gov, c));
+async fn object(gov: &Governance, c: &EndUser) -> Result<Map<String, Value>, ApiError> {
+    let mut m = extract::object(&live::end_user_row(gov, c).await?);
     let tier = gov.cache().read().budget(c.budget_id.as_deref()).cloned();
     m.insert(
         "litellm_budget_table".into(),
         tier.map_or(Value::Null, |t| Value::Object(extract::object(t.as_ref()))),
     );
-    m
+    Ok(m)
 }
 
 /// Body of `/customer/new` and `/customer/update`.
@@ -233,8 +233,8 @@ async fn save(gov: &Governance, c: &EndUser, change: Change) -> ApiResult<()> {
     .commit(gov)
     .await?;
     match tier_id {
-        Some(id) => live::arm_tier(gov, Some(&id), window.as_ref()),
-        None => live::arm(gov, &scope(&c.user_id), window.as_ref()),
+        Some(id) => live::arm_tier(gov, Some(&id), window.as_ref()).await?,
+        None => live::arm(gov, &scope(&c.user_id), window.as_ref()).await?,
     }
     Ok(())
 }
@@ -259,7 +259,7 @@ async fn new(
         user_id: id.clone(),
         ..EndUser::default()
     };
-    let window_end = live::spend(gov, &scope(&id)).1;
+    let window_end = live::spend(gov, &scope(&id)).await?.1;
     let change = {
         let e = gov.cache().read();
         if e.end_users.contains_key(&id) {
@@ -278,7 +278,7 @@ async fn new(
     };
     save(gov, &c, change).await?;
     tracing::info!(end_user = %id, "customer created");
-    Ok(Json(Value::Object(object(gov, &c))))
+    Ok(Json(Value::Object(object(gov, &c).await?)))
 }
 
 /// The cached customer. Errors: 404.
@@ -305,9 +305,9 @@ async fn update(
         .clone()
         .ok_or_else(|| ApiError::bad_request("user_id is required"))?;
     let gov = &ctx.gov;
-    let mut c = live::end_user_row(gov, &*cached(gov, &id)?);
+    let mut c = live::end_user_row(gov, &*cached(gov, &id)?).await?;
     let now = gov.admission().now();
-    let window_end = live::spend(gov, &scope(&id)).1;
+    let window_end = live::spend(gov, &scope(&id)).await?.1;
     let change = req.apply(
         &gov.cache().read(),
         &gov.options().end_user_default,
@@ -318,7 +318,7 @@ async fn update(
     )?;
     save(gov, &c, change).await?;
     tracing::info!(end_user = %id, "customer updated");
-    Ok(Json(Value::Object(object(gov, &c))))
+    Ok(Json(Value::Object(object(gov, &c).await?)))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -378,7 +378,7 @@ async fn set_blocked(
     let mut rows = Vec::new();
     for id in &req.user_ids {
         let row = match cached(gov, id) {
-            Ok(c) => live::end_user_row(gov, &c),
+            Ok(c) => live::end_user_row(gov, &c).await?,
             // LiteLLM upserts on block: an end user can be blocked before its first request
             Err(_) if blocked => EndUser {
                 user_id: id.clone(),
@@ -395,7 +395,10 @@ async fn set_blocked(
     .commit(gov)
     .await?;
     tracing::info!(count = rows.len(), blocked, "customer block state changed");
-    let out: Vec<Value> = rows.iter().map(|c| Value::Object(object(gov, c))).collect();
+    let out: Vec<Value> = live::each(rows.iter(), |c| async move {
+        Ok(Value::Object(object(gov, c).await?))
+    })
+    .await?;
     let field = if blocked {
         "blocked_users"
     } else {
@@ -446,7 +449,7 @@ async fn info(
         .end_user_id
         .ok_or_else(|| ApiError::bad_request("end_user_id is required"))?;
     let c = cached(&ctx.gov, &id)?;
-    Ok(Json(Value::Object(object(&ctx.gov, &c))))
+    Ok(Json(Value::Object(object(&ctx.gov, &c).await?)))
 }
 
 /// `GET /customer/list` → a list of customer objects, by `user_id`. Admins and viewers.
@@ -456,6 +459,9 @@ async fn list(State(ctx): State<Arc<AdminContext>>, headers: HeaderMap) -> ApiRe
     let gov = &ctx.gov;
     let mut all: Vec<Arc<EndUser>> = gov.cache().read().end_users.values().cloned().collect();
     all.sort_by(|a, b| a.user_id.cmp(&b.user_id));
-    let out: Vec<Value> = all.iter().map(|c| Value::Object(object(gov, c))).collect();
+    let out: Vec<Value> = live::each(all.iter(), |c| async move {
+        Ok(Value::Object(object(gov, c).await?))
+    })
+    .await?;
     Ok(Json(Value::from(out)))
 }

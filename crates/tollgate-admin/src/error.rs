@@ -12,6 +12,7 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use serde_json::json;
+use tollgate_governance::admission::CounterStoreError;
 use tollgate_governance::store::{StoreError, mask_key};
 
 use crate::AuthFailure;
@@ -72,6 +73,20 @@ impl From<StoreError> for ApiError {
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_server_error",
             format!("Internal Server Error, governance store: {e}"),
+        )
+    }
+}
+
+impl From<CounterStoreError> for ApiError {
+    /// 503 `service_unavailable`: the shared spend counters (Redis) did not answer, so the
+    /// management read or write did not happen (its message names no secret: the client's
+    /// error carries no address or credentials).
+    fn from(e: CounterStoreError) -> Self {
+        tracing::error!(error = %e, "management call failed on the shared spend counters");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "The budget and rate-limit store is unavailable; retry later.",
         )
     }
 }

@@ -12,7 +12,7 @@ use tollgate_governance::store::VerificationToken;
 
 use crate::error::{ApiError, ApiResult};
 use crate::keys::key_hash;
-use crate::{AdminContext, access, extract, key_view};
+use crate::{AdminContext, access, extract, key_view, live};
 
 /// The key routes that read.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -56,7 +56,7 @@ async fn info(
     let row = ctx.gov.cache().read().keys.get(&hash).cloned();
     match row {
         Some(r) => {
-            let mut info = key_view::object(&ctx.gov, &r);
+            let mut info = key_view::object(&ctx.gov, &r).await?;
             info.remove("token");
             Ok(Json(json!({"key": hash, "info": info})))
         }
@@ -127,18 +127,19 @@ async fn list(
     let total = keys.len() as u64;
     let full = truthy(q.return_full_object.as_deref());
     let start = usize::try_from((page - 1).saturating_mul(size)).unwrap_or(usize::MAX);
-    let shown: Vec<Value> = keys
+    let page_keys = keys
         .iter()
         .skip(start)
-        .take(usize::try_from(size).unwrap_or(100))
-        .map(|k| {
-            if full {
-                Value::Object(key_view::object(&ctx.gov, k))
-            } else {
-                Value::from(k.token.clone())
-            }
+        .take(usize::try_from(size).unwrap_or(100));
+    let gov = &ctx.gov;
+    let shown: Vec<Value> = live::each(page_keys, |k| async move {
+        Ok(if full {
+            Value::Object(key_view::object(gov, k).await?)
+        } else {
+            Value::from(k.token.clone())
         })
-        .collect();
+    })
+    .await?;
     Ok(Json(json!({
         "keys": shown,
         "total_count": total,

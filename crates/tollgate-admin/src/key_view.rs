@@ -10,17 +10,21 @@ use tollgate_governance::admission::ScopeKey;
 use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::{SecretKey, VerificationToken};
 
+use crate::error::ApiError;
 use crate::extract;
 use crate::key_fields::{key_window, tier_of};
 use crate::live;
 
 /// A key row as LiteLLM's key object (see the module docs).
-pub(crate) fn object(gov: &Governance, row: &VerificationToken) -> Map<String, Value> {
+pub(crate) async fn object(
+    gov: &Governance,
+    row: &VerificationToken,
+) -> Result<Map<String, Value>, ApiError> {
     let mut m = extract::object(row);
     let period = key_window(&gov.cache().read(), row, None);
-    let (spend, reset) = live::window(gov, &ScopeKey::key(&row.token), period);
+    let (spend, reset) = live::window(gov, &ScopeKey::key(&row.token), period).await?;
     m.insert("spend".into(), Value::from(spend));
-    m.insert("model_spend".into(), live::model_spend(gov, row));
+    m.insert("model_spend".into(), live::model_spend(gov, row).await?);
     if let Some(at) = reset {
         m.insert("budget_reset_at".into(), extract::time(at));
     }
@@ -41,22 +45,22 @@ pub(crate) fn object(gov: &Governance, row: &VerificationToken) -> Map<String, V
             row.metadata.get(field).cloned().unwrap_or(Value::Null),
         );
     }
-    m
+    Ok(m)
 }
 
 /// LiteLLM's `GenerateKeyResponse`: the key object plus `key` (the plaintext, shown once),
 /// `token_id` (its hash) and `duration` as requested. `token` is left out (LiteLLM puts the
 /// plaintext there; `token_id` carries the hash).
-pub(crate) fn generated(
+pub(crate) async fn generated(
     gov: &Governance,
     row: &VerificationToken,
     secret: &SecretKey,
     duration: Option<&str>,
-) -> Map<String, Value> {
-    let mut m = object(gov, row);
+) -> Result<Map<String, Value>, ApiError> {
+    let mut m = object(gov, row).await?;
     m.remove("token");
     m.insert("key".into(), Value::from(secret.expose()));
     m.insert("token_id".into(), Value::from(row.token.clone()));
     m.insert("duration".into(), duration.map_or(Value::Null, Value::from));
-    m
+    Ok(m)
 }

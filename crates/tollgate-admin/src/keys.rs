@@ -102,15 +102,16 @@ async fn save(
     batch.commit(&ctx.gov).await?;
     let scope = ScopeKey::key(&row.token);
     match counters {
-        Counters::Set => live::set(&ctx.gov, &scope, row.spend, row.budget_reset_at),
-        Counters::Window => live::arm(&ctx.gov, &scope, plan.window.as_ref()),
+        Counters::Set => live::set(&ctx.gov, &scope, row.spend, row.budget_reset_at).await?,
+        Counters::Window => live::arm(&ctx.gov, &scope, plan.window.as_ref()).await?,
     }
     for (model, w) in &plan.model_windows {
         live::arm(
             &ctx.gov,
             &ScopeKey::model_per_key(&row.token, model),
             Some(w),
-        );
+        )
+        .await?;
     }
     Ok(())
 }
@@ -178,7 +179,7 @@ async fn generate(
     };
     save(&ctx, &row, plan, None, counters_for(&req)).await?;
     tracing::info!(key = %secret.masked(), "virtual key generated");
-    let mut out = key_view::generated(gov, &row, &secret, req.duration.as_deref());
+    let mut out = key_view::generated(gov, &row, &secret, req.duration.as_deref()).await?;
     warn_unserved(&ctx, &req, &row, &mut out);
     Ok(Json(Value::Object(out)))
 }
@@ -199,7 +200,7 @@ async fn update(
         .ok_or_else(|| ApiError::bad_request("key is required"))?;
     let hash = key_hash(id)?;
     let row = change(&ctx, &who, &hash, &req).await?;
-    let mut out = key_view::object(&ctx.gov, &row);
+    let mut out = key_view::object(&ctx.gov, &row).await?;
     out.insert("key".into(), Value::from(hash));
     warn_unserved(&ctx, &req, &row, &mut out);
     Ok(Json(Value::Object(out)))
@@ -213,7 +214,7 @@ async fn change(
     req: &KeyFields,
 ) -> ApiResult<VerificationToken> {
     let gov = &ctx.gov;
-    let mut row = live::key_row(gov, &*cached(ctx, hash)?);
+    let mut row = live::key_row(gov, &*cached(ctx, hash)?).await?;
     let now = gov.admission().now();
     let by = who.actor();
     let plan = req.apply(&gov.cache().read(), &mut row, now, &by, false)?;
@@ -252,7 +253,7 @@ async fn set_blocked(
     };
     let row = change(ctx, &who, &hash, &req).await?;
     tracing::info!(token = %hash, blocked, "virtual key block state changed");
-    Ok(Json(Value::Object(key_view::object(&ctx.gov, &row))))
+    Ok(Json(Value::Object(key_view::object(&ctx.gov, &row).await?)))
 }
 
 /// `POST /key/block` `{"key"}`: the key is refused (401) from the next request; returns the
@@ -379,7 +380,7 @@ async fn regen(
     let mut row = VerificationToken {
         token: secret.hash(),
         key_name: Some(secret.masked()),
-        ..live::key_row(gov, &old)
+        ..live::key_row(gov, &old).await?
     };
     let plan = {
         let e = gov.cache().read();
@@ -395,19 +396,20 @@ async fn regen(
         .into_iter()
         .flat_map(|m| m.keys())
     {
-        let (spend, reset) = live::spend(gov, &ScopeKey::model_per_key(&old_hash, model));
+        let (spend, reset) = live::spend(gov, &ScopeKey::model_per_key(&old_hash, model)).await?;
         if spend != 0.0 || reset.is_some() {
             live::set(
                 gov,
                 &ScopeKey::model_per_key(&row.token, model),
                 spend,
                 reset,
-            );
+            )
+            .await?;
         }
     }
     save(ctx, &row, plan, Some((&old_hash, by)), Counters::Set).await?;
     tracing::info!(old = %old_hash, new = %secret.masked(), "virtual key regenerated");
-    let mut out = key_view::generated(gov, &row, &secret, req.duration.as_deref());
+    let mut out = key_view::generated(gov, &row, &secret, req.duration.as_deref()).await?;
     warn_unserved(ctx, &req, &row, &mut out);
     Ok(Json(Value::Object(out)))
 }
@@ -435,7 +437,7 @@ async fn reset_spend(
     let row = cached(&ctx, &hash)?;
     let gov = &ctx.gov;
     let scope = ScopeKey::key(&hash);
-    let (previous, _) = live::spend(gov, &scope);
+    let (previous, _) = live::spend(gov, &scope).await?;
     let reset_to = req.reset_to.unwrap_or(0.0);
     if !reset_to.is_finite() || reset_to < 0.0 {
         return Err(ApiError::bad_request("reset_to must be >= 0"));
@@ -451,9 +453,9 @@ async fn reset_spend(
             Some(t) => row.limits().tighter(&t.limits()).budget_duration,
             None => row.limits().budget_duration,
         };
-        gov.admission().reset_spend(&scope, window);
+        gov.admission().reset_spend(&scope, window).await?;
     } else {
-        live::set(gov, &scope, reset_to, None);
+        live::set(gov, &scope, reset_to, None).await?;
     }
     tracing::info!(token = %hash, "key spend reset");
     Ok(Json(json!({

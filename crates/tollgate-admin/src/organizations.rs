@@ -43,17 +43,17 @@ fn scope(id: &str) -> ScopeKey {
 
 /// An organization as LiteLLM shows it: the `"LiteLLM_OrganizationTable"` row with live
 /// `spend` (USD) and `litellm_budget_table` (its tier).
-fn object(gov: &Governance, o: &Organization) -> Map<String, Value> {
+async fn object(gov: &Governance, o: &Organization) -> Result<Map<String, Value>, ApiError> {
     let mut m = extract::object(o);
     m.insert(
         "spend".into(),
-        json!(live::spend(gov, &scope(&o.organization_id)).0),
+        json!(live::spend(gov, &scope(&o.organization_id)).await?.0),
     );
     m.insert(
         "litellm_budget_table".into(),
         tier_json(gov, o.budget_id.as_deref()),
     );
-    m
+    Ok(m)
 }
 
 /// Body of `/organization/new` and `/organization/update`.
@@ -107,7 +107,7 @@ async fn save(
         o.budget_id = Some(b.budget_id.clone());
     }
     let window = save_tier(gov, tier).await?;
-    o.spend = live::spend(gov, &scope(&o.organization_id)).0;
+    o.spend = live::spend(gov, &scope(&o.organization_id)).await?.0;
     if window.is_some_and(|w| w.restart) {
         o.spend = 0.0;
     }
@@ -116,7 +116,7 @@ async fn save(
         e.organizations
             .insert(o.organization_id.clone(), Arc::new(o.clone()))
     });
-    live::arm_tier(gov, o.budget_id.as_deref(), window.as_ref());
+    live::arm_tier(gov, o.budget_id.as_deref(), window.as_ref()).await?;
     Ok(o)
 }
 
@@ -147,7 +147,7 @@ async fn new(
     };
     let o = save(&ctx, &who.actor(), &req, o).await?;
     tracing::info!(organization = %id, "organization created");
-    Ok(Json(Value::Object(object(&ctx.gov, &o))))
+    Ok(Json(Value::Object(object(&ctx.gov, &o).await?)))
 }
 
 /// `PATCH /organization/update` `{"organization_id", …fields}` → the organization object; in
@@ -166,7 +166,7 @@ async fn update(
     let o = Organization::clone(&*cached(&ctx.gov, &id)?);
     let o = save(&ctx, &who.actor(), &req, o).await?;
     tracing::info!(organization = %id, "organization updated");
-    Ok(Json(Value::Object(object(&ctx.gov, &o))))
+    Ok(Json(Value::Object(object(&ctx.gov, &o).await?)))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -191,7 +191,7 @@ async fn delete(
     let gov = &ctx.gov;
     let mut out = Vec::new();
     for id in &req.organization_ids {
-        out.push(Value::Object(object(gov, &*cached(gov, id)?)));
+        out.push(Value::Object(object(gov, &*cached(gov, id)?).await?));
     }
     gov.store()
         .delete_organizations(&req.organization_ids)
@@ -235,15 +235,17 @@ async fn info(
         .cloned()
         .collect();
     teams.sort_by(|a, b| a.team_id.cmp(&b.team_id));
-    let mut m = object(gov, &o);
+    let mut m = object(gov, &o).await?;
     m.insert("members".into(), json!([]));
     m.insert(
         "teams".into(),
         Value::from(
-            teams
-                .iter()
-                .map(|t| Value::Object(extract::object(&live::team_row(gov, t))))
-                .collect::<Vec<_>>(),
+            live::each(teams.iter(), |t| async move {
+                Ok(Value::Object(extract::object(
+                    &live::team_row(gov, t).await?,
+                )))
+            })
+            .await?,
         ),
     );
     Ok(Json(Value::Object(m)))
@@ -258,8 +260,9 @@ async fn list(State(ctx): State<Arc<AdminContext>>, headers: HeaderMap) -> ApiRe
         gov.cache().read().organizations.values().cloned().collect();
     all.sort_by(|a, b| a.organization_id.cmp(&b.organization_id));
     Ok(Json(Value::from(
-        all.iter()
-            .map(|o| Value::Object(object(gov, o)))
-            .collect::<Vec<_>>(),
+        live::each(all.iter(), |o| async move {
+            Ok(Value::Object(object(gov, o).await?))
+        })
+        .await?,
     )))
 }

@@ -99,7 +99,7 @@ async fn global(
 ) -> ApiResult<Json<Value>> {
     access::reader(&ctx, &headers, "/global/spend")?;
     flush(&ctx).await?;
-    let spend = ctx.gov.spend_of(&ScopeKey::global());
+    let spend = ctx.gov.spend_of(&ScopeKey::global()).await?;
     let max = ctx.gov.options().global.max_budget.unwrap_or(0.0);
     Ok(Json(json!({"spend": spend, "max_budget": max})))
 }

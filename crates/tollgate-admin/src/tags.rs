@@ -123,15 +123,15 @@ fn scope(name: &str) -> ScopeKey {
 
 /// A tag as LiteLLM's `TagConfig`: `{"name", "description", "models", "budget_id",
 /// "spend" (live, USD), "litellm_budget_table" (its tier or `null`)}`.
-fn object(gov: &Governance, t: &Tag) -> Value {
-    json!({
+async fn object(gov: &Governance, t: &Tag) -> Result<Value, ApiError> {
+    Ok(json!({
         "name": t.tag_name,
         "description": t.description,
         "models": t.models,
         "budget_id": t.budget_id,
-        "spend": live::spend(gov, &scope(&t.tag_name)).0,
+        "spend": live::spend(gov, &scope(&t.tag_name)).await?.0,
         "litellm_budget_table": tier_json(gov, t.budget_id.as_deref()),
-    })
+    }))
 }
 
 /// Body of `/tag/new` and `/tag/update`.
@@ -172,14 +172,14 @@ async fn save(ctx: &AdminContext, who: &str, req: &TagFields, mut t: Tag) -> Api
         t.budget_id = Some(b.budget_id.clone());
     }
     let window = save_tier(gov, tier).await?;
-    t.spend = live::spend(gov, &scope(&t.tag_name)).0;
+    t.spend = live::spend(gov, &scope(&t.tag_name)).await?.0;
     if window.is_some_and(|w| w.restart) {
         t.spend = 0.0;
     }
     gov.store().upsert_tag(&t).await?;
     gov.cache()
         .update(|e| e.tags.insert(t.tag_name.clone(), Arc::new(t.clone())));
-    live::arm_tier(gov, t.budget_id.as_deref(), window.as_ref());
+    live::arm_tier(gov, t.budget_id.as_deref(), window.as_ref()).await?;
     Ok(t)
 }
 
@@ -212,7 +212,7 @@ async fn new(
     tracing::info!(tag = %name, "tag created");
     Ok(Json(json!({
         "message": format!("Tag {name} created successfully"),
-        "tag": object(&ctx.gov, &t),
+        "tag": object(&ctx.gov, &t).await?,
     })))
 }
 
@@ -231,7 +231,7 @@ async fn update(
     tracing::info!(tag = %name, "tag updated");
     Ok(Json(json!({
         "message": format!("Tag {name} updated successfully"),
-        "tag": object(&ctx.gov, &t),
+        "tag": object(&ctx.gov, &t).await?,
     })))
 }
 
@@ -285,7 +285,7 @@ async fn info(
     let mut out = Map::new();
     for n in &req.names {
         let t = cached(&ctx.gov, n)?;
-        out.insert(n.clone(), object(&ctx.gov, &t));
+        out.insert(n.clone(), object(&ctx.gov, &t).await?);
     }
     Ok(Json(Value::Object(out)))
 }
@@ -297,6 +297,6 @@ async fn list(State(ctx): State<Arc<AdminContext>>, headers: HeaderMap) -> ApiRe
     let mut all: Vec<Arc<Tag>> = gov.cache().read().tags.values().cloned().collect();
     all.sort_by(|a, b| a.tag_name.cmp(&b.tag_name));
     Ok(Json(Value::from(
-        all.iter().map(|t| object(gov, t)).collect::<Vec<_>>(),
+        live::each(all.iter(), |t| object(gov, t)).await?,
     )))
 }

@@ -48,15 +48,23 @@ struct AddBody {
 
 /// Applies the member's budget window change (after the rows are stored and cached) to every
 /// scope following the member's tier (the member's own, unless the tier is shared).
-fn start_window(gov: &Governance, m: &TeamMembership, plan: &WindowPlan) {
+async fn start_window(
+    gov: &Governance,
+    m: &TeamMembership,
+    plan: &WindowPlan,
+) -> Result<(), ApiError> {
     match m.budget_id.as_deref() {
-        Some(id) => live::arm_tier(gov, Some(id), Some(plan)),
-        None => live::arm(
-            gov,
-            &ScopeKey::team_member(&m.team_id, &m.user_id),
-            Some(plan),
-        ),
+        Some(id) => live::arm_tier(gov, Some(id), Some(plan)).await?,
+        None => {
+            live::arm(
+                gov,
+                &ScopeKey::team_member(&m.team_id, &m.user_id),
+                Some(plan),
+            )
+            .await?
+        }
     }
+    Ok(())
 }
 
 /// `POST /team/member_add` `{"team_id", "member": {"user_id"|"user_email", "role"} | [...],
@@ -81,7 +89,7 @@ async fn member_add(
         _ => return Err(ApiError::bad_request("member is required")),
     };
     let gov = &ctx.gov;
-    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?);
+    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?).await?;
     let now = gov.admission().now();
     let by = who.actor();
     let mut batch = Batch::default();
@@ -93,16 +101,22 @@ async fn member_add(
             let tier = req.budget.tier(None, now, &by)?;
             let budget_id = tier.as_ref().map(|(t, _)| t.budget_id.clone());
             let membership = members::join(&e, &mut team, &mut user, m.role()?, budget_id)?;
-            let membership = live::membership_row(gov, &membership);
             if let Some((t, window)) = tier {
                 if let Some(w) = window {
                     windows.push((membership.clone(), w));
                 }
                 batch.budgets.push(t);
             }
-            batch.users.push(live::user_row(gov, &user));
+            batch.users.push(user);
             batch.memberships.push(membership);
         }
+    }
+    // live spend read after the cache's guard is dropped (no guard is held across an await)
+    for u in &mut batch.users {
+        *u = live::user_row(gov, u).await?;
+    }
+    for m in &mut batch.memberships {
+        *m = live::membership_row(gov, m).await?;
     }
     team.updated_at = Some(now);
     batch.teams.push(team.clone());
@@ -110,10 +124,10 @@ async fn member_add(
     let memberships = batch.memberships.clone();
     batch.commit(gov).await?;
     for (m, w) in &windows {
-        start_window(gov, m, w);
+        start_window(gov, m, w).await?;
     }
     tracing::info!(team_id = %team_id, count = list.len(), "team members added");
-    let mut out = teams::object(gov, &team);
+    let mut out = teams::object(gov, &team).await?;
     out.insert(
         "updated_users".into(),
         users
@@ -123,10 +137,12 @@ async fn member_add(
     );
     out.insert(
         "updated_team_memberships".into(),
-        memberships
-            .iter()
-            .map(|m| Value::Object(membership_object(gov, m)))
-            .collect(),
+        Value::from(
+            live::each(memberships.iter(), |m| async move {
+                Ok(Value::Object(membership_object(gov, m).await?))
+            })
+            .await?,
+        ),
     );
     Ok(Json(Value::Object(out)))
 }
@@ -158,7 +174,7 @@ async fn member_update(
         .clone()
         .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
     let gov = &ctx.gov;
-    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?);
+    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?).await?;
     let member =
         members::find_member(&team, req.user_id.as_deref(), req.user_email.as_deref())?.clone();
     let user_id = member
@@ -196,7 +212,7 @@ async fn member_update(
         let tier = e.budget(m.budget_id.as_deref()).map(|t| t.as_ref().clone());
         (m, tier)
     };
-    membership = live::membership_row(gov, &membership);
+    membership = live::membership_row(gov, &membership).await?;
     let tier = req.budget.tier(existing.as_ref(), now, &by)?;
     let mut window = None;
     let shown = match tier {
@@ -211,7 +227,7 @@ async fn member_update(
     };
     batch.commit(gov).await?;
     if let Some(w) = &window {
-        start_window(gov, &membership, w);
+        start_window(gov, &membership, w).await?;
     }
     tracing::info!(team_id = %team_id, user_id = %user_id, "team member updated");
     Ok(Json(json!({
@@ -248,7 +264,7 @@ async fn member_delete(
         .clone()
         .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
     let gov = &ctx.gov;
-    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?);
+    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?).await?;
     let member =
         members::find_member(&team, req.user_id.as_deref(), req.user_email.as_deref())?.clone();
     let now = gov.admission().now();
@@ -259,13 +275,19 @@ async fn member_delete(
     team.updated_at = Some(now);
     let mut batch = Batch::default();
     if let Some(uid) = &member.user_id {
-        let e = gov.cache().read();
-        if let Some(u) = e.users.get(uid) {
-            let mut u = live::user_row(gov, u);
+        let (user, member_of) = {
+            let e = gov.cache().read();
+            (
+                e.users.get(uid).cloned(),
+                e.memberships.contains_key(&(team_id.clone(), uid.clone())),
+            )
+        };
+        if let Some(u) = user {
+            let mut u = live::user_row(gov, &u).await?;
             u.teams.retain(|t| t != &team_id);
             batch.users.push(u);
         }
-        if e.memberships.contains_key(&(team_id.clone(), uid.clone())) {
+        if member_of {
             batch
                 .delete_memberships
                 .push((team_id.clone(), uid.clone()));
@@ -274,5 +296,5 @@ async fn member_delete(
     batch.teams.push(team.clone());
     batch.commit(gov).await?;
     tracing::info!(team_id = %team_id, "team member removed");
-    Ok(Json(Value::Object(teams::object(gov, &team))))
+    Ok(Json(Value::Object(teams::object(gov, &team).await?)))
 }

@@ -23,18 +23,24 @@ pub(crate) fn routes() -> Router<Arc<AdminContext>> {
 
 /// A membership as LiteLLM shows it: `{"user_id", "team_id", "spend" (live, USD),
 /// "budget_id", "litellm_budget_table"}`.
-pub(crate) fn membership_object(gov: &Governance, m: &TeamMembership) -> Map<String, Value> {
-    let mut o = extract::object(&live::membership_row(gov, m));
+pub(crate) async fn membership_object(
+    gov: &Governance,
+    m: &TeamMembership,
+) -> Result<Map<String, Value>, ApiError> {
+    let mut o = extract::object(&live::membership_row(gov, m).await?);
     let tier = gov.cache().read().budget(m.budget_id.as_deref()).cloned();
     o.insert(
         "litellm_budget_table".into(),
         tier.map_or(Value::Null, |t| Value::Object(extract::object(t.as_ref()))),
     );
-    o
+    Ok(o)
 }
 
 /// The team's keys (key objects, `token` = hash) and memberships, sorted by id.
-fn keys_and_memberships(gov: &Governance, team_id: &str) -> (Vec<Value>, Vec<Value>) {
+async fn keys_and_memberships(
+    gov: &Governance,
+    team_id: &str,
+) -> Result<(Vec<Value>, Vec<Value>), ApiError> {
     let (mut keys, mut ms): (Vec<Arc<VerificationToken>>, Vec<Arc<TeamMembership>>) = {
         let e = gov.cache().read();
         (
@@ -52,14 +58,16 @@ fn keys_and_memberships(gov: &Governance, team_id: &str) -> (Vec<Value>, Vec<Val
     };
     keys.sort_by(|a, b| a.token.cmp(&b.token));
     ms.sort_by(|a, b| a.user_id.cmp(&b.user_id));
-    (
-        keys.iter()
-            .map(|k| Value::Object(key_view::object(gov, k)))
-            .collect(),
-        ms.iter()
-            .map(|m| Value::Object(membership_object(gov, m)))
-            .collect(),
-    )
+    Ok((
+        live::each(keys.iter(), |k| async move {
+            Ok(Value::Object(key_view::object(gov, k).await?))
+        })
+        .await?,
+        live::each(ms.iter(), |m| async move {
+            Ok(Value::Object(membership_object(gov, m).await?))
+        })
+        .await?,
+    ))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -107,10 +115,10 @@ async fn info(
             "Only proxy admins and members of team={id} can view it. Route=/team/info"
         )));
     }
-    let (keys, memberships) = keys_and_memberships(gov, &id);
+    let (keys, memberships) = keys_and_memberships(gov, &id).await?;
     Ok(Json(json!({
         "team_id": id,
-        "team_info": teams::object(gov, &team),
+        "team_info": teams::object(gov, &team).await?,
         "keys": keys,
         "team_memberships": memberships,
     })))
@@ -151,15 +159,13 @@ async fn list(
         .cloned()
         .collect();
     teams.sort_by(|a, b| a.team_id.cmp(&b.team_id));
-    let out: Vec<Value> = teams
-        .iter()
-        .map(|t| {
-            let mut o = teams::object(gov, t);
-            let (keys, ms) = keys_and_memberships(gov, &t.team_id);
-            o.insert("keys".into(), Value::from(keys));
-            o.insert("team_memberships".into(), Value::from(ms));
-            Value::Object(o)
-        })
-        .collect();
+    let out: Vec<Value> = live::each(teams.iter(), |t| async move {
+        let mut o = teams::object(gov, t).await?;
+        let (keys, ms) = keys_and_memberships(gov, &t.team_id).await?;
+        o.insert("keys".into(), Value::from(keys));
+        o.insert("team_memberships".into(), Value::from(ms));
+        Ok(Value::Object(o))
+    })
+    .await?;
     Ok(Json(Value::from(out)))
 }

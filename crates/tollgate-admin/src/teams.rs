@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::{Entities, Governance};
-use tollgate_governance::store::Team;
+use tollgate_governance::store::{Team, User};
 
 use crate::error::{ApiError, ApiResult};
 use crate::members::{self, MemberIn};
@@ -37,15 +37,15 @@ pub(crate) fn routes() -> Router<Arc<AdminContext>> {
 
 /// A team as LiteLLM's team object: the `"LiteLLM_TeamTable"` row with live `spend` (USD)
 /// and `budget_reset_at`.
-pub(crate) fn object(gov: &Governance, t: &Team) -> Map<String, Value> {
+pub(crate) async fn object(gov: &Governance, t: &Team) -> Result<Map<String, Value>, ApiError> {
     let mut m = extract::object(t);
     let scope = ScopeKey::new(ScopeKind::Team, t.team_id.as_str());
-    let (spend, reset) = live::window(gov, &scope, t.limits().budget_duration);
+    let (spend, reset) = live::window(gov, &scope, t.limits().budget_duration).await?;
     m.insert("spend".into(), Value::from(spend));
     if let Some(at) = reset {
         m.insert("budget_reset_at".into(), extract::time(at));
     }
-    m
+    Ok(m)
 }
 
 /// The cached team. Errors: 404.
@@ -177,9 +177,13 @@ impl TeamFields {
 }
 
 /// Applies a team's budget window change to the counters.
-fn start_window(gov: &Governance, t: &Team, window: Option<&WindowPlan>) {
+async fn start_window(
+    gov: &Governance,
+    t: &Team,
+    window: Option<&WindowPlan>,
+) -> Result<(), ApiError> {
     let scope = ScopeKey::new(ScopeKind::Team, t.team_id.as_str());
-    live::arm(gov, &scope, window);
+    live::arm(gov, &scope, window).await
 }
 
 /// `POST /team/new`: a team (`team_id` generated as a uuid when absent) with its members
@@ -216,15 +220,19 @@ async fn new(
             let mut user = members::resolve_user(&e, m)?;
             let membership = members::join(&e, &mut team, &mut user, m.role()?, None)?;
             batch.memberships.push(membership);
-            batch.users.push(live::user_row(gov, &user));
+            batch.users.push(user);
         }
         window
     };
+    // live spend read after the cache's guard is dropped (no guard is held across an await)
+    for u in &mut batch.users {
+        *u = live::user_row(gov, u).await?;
+    }
     batch.teams.push(team.clone());
     batch.commit(gov).await?;
-    start_window(gov, &team, window.as_ref());
+    start_window(gov, &team, window.as_ref()).await?;
     tracing::info!(team_id = %team.team_id, "team created");
-    Ok(Json(Value::Object(object(gov, &team))))
+    Ok(Json(Value::Object(object(gov, &team).await?)))
 }
 
 /// `POST /team/update` `{"team_id", …fields}`; in force on the next request. Returns
@@ -242,14 +250,14 @@ async fn update(
         .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
     let team = change(&ctx, &id, &req).await?;
     Ok(Json(
-        json!({"team_id": id, "data": object(&ctx.gov, &team)}),
+        json!({"team_id": id, "data": object(&ctx.gov, &team).await?}),
     ))
 }
 
 /// Applies `req` to the cached team `id` and saves it.
 async fn change(ctx: &AdminContext, id: &str, req: &TeamFields) -> ApiResult<Team> {
     let gov = &ctx.gov;
-    let mut team = live::team_row(gov, &*cached(gov, id)?);
+    let mut team = live::team_row(gov, &*cached(gov, id)?).await?;
     let now = gov.admission().now();
     let window = req.apply(&gov.cache().read(), &mut team, now, false)?;
     Batch {
@@ -258,7 +266,7 @@ async fn change(ctx: &AdminContext, id: &str, req: &TeamFields) -> ApiResult<Tea
     }
     .commit(gov)
     .await?;
-    start_window(gov, &team, window.as_ref());
+    start_window(gov, &team, window.as_ref()).await?;
     tracing::info!(team_id = %id, "team updated");
     Ok(team)
 }
@@ -290,7 +298,7 @@ async fn set_blocked(
         ..TeamFields::default()
     };
     let team = change(ctx, &id, &req).await?;
-    Ok(Json(Value::Object(object(&ctx.gov, &team))))
+    Ok(Json(Value::Object(object(&ctx.gov, &team).await?)))
 }
 
 /// `POST /team/block` `{"team_id"}`: every key of the team is refused (401) from the next
@@ -360,11 +368,15 @@ async fn delete(
             .collect();
         for u in e.users.values() {
             if u.teams.iter().any(|t| req.team_ids.contains(t)) {
-                let mut u = live::user_row(gov, u);
+                let mut u = User::clone(u);
                 u.teams.retain(|t| !req.team_ids.contains(t));
                 batch.users.push(u);
             }
         }
+    }
+    // live spend read after the cache's guard is dropped (no guard is held across an await)
+    for u in &mut batch.users {
+        *u = live::user_row(gov, u).await?;
     }
     batch.commit(gov).await?;
     tracing::info!(count = req.team_ids.len(), "teams deleted");

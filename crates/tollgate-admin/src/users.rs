@@ -47,15 +47,15 @@ const ROLES: [&str; 7] = [
 
 /// A user as LiteLLM shows it: the `"LiteLLM_UserTable"` row with live `spend` (USD) and
 /// `budget_reset_at`.
-pub(crate) fn object(gov: &Governance, u: &User) -> Map<String, Value> {
+pub(crate) async fn object(gov: &Governance, u: &User) -> Result<Map<String, Value>, ApiError> {
     let mut m = extract::object(u);
     let scope = ScopeKey::new(ScopeKind::User, u.user_id.as_str());
-    let (spend, reset) = live::window(gov, &scope, u.limits().budget_duration);
+    let (spend, reset) = live::window(gov, &scope, u.limits().budget_duration).await?;
     m.insert("spend".into(), Value::from(spend));
     if let Some(at) = reset {
         m.insert("budget_reset_at".into(), extract::time(at));
     }
-    m
+    Ok(m)
 }
 
 /// Body of `/user/new` and `/user/update` (LiteLLM's `NewUserRequest` / `UpdateUserRequest`).
@@ -164,12 +164,17 @@ impl UserFields {
 
 /// Updates the user's counter after a write: the row's spend and window when the body set
 /// `spend`, else the window change alone.
-fn start_window(gov: &Governance, req: &UserFields, u: &User, window: Option<&WindowPlan>) {
+async fn start_window(
+    gov: &Governance,
+    req: &UserFields,
+    u: &User,
+    window: Option<&WindowPlan>,
+) -> Result<(), ApiError> {
     let scope = ScopeKey::new(ScopeKind::User, u.user_id.as_str());
     if req.spend.is_some() {
-        live::set(gov, &scope, u.spend, u.budget_reset_at);
+        live::set(gov, &scope, u.spend, u.budget_reset_at).await
     } else {
-        live::arm(gov, &scope, window);
+        live::arm(gov, &scope, window).await
     }
 }
 
@@ -212,7 +217,7 @@ async fn new(
             let team = e.teams.get(t).ok_or_else(|| {
                 ApiError::bad_request(format!("Team not found, passed team_id={t}"))
             })?;
-            let mut team = live::team_row(gov, team);
+            let mut team = Team::clone(team);
             let m = members::join(&e, &mut team, &mut user, "user".into(), None)?;
             batch.memberships.push(m);
             batch.teams.push(team);
@@ -233,20 +238,24 @@ async fn new(
         }
         window
     };
+    // live spend read after the cache's guard is dropped (no guard is held across an await)
+    for t in &mut batch.teams {
+        *t = live::team_row(gov, t).await?;
+    }
     batch.users.push(user.clone());
     let key_row = batch.keys.first().cloned();
     batch.commit(gov).await?;
-    start_window(gov, &req, &user, window.as_ref());
+    start_window(gov, &req, &user, window.as_ref()).await?;
     tracing::info!(user_id = %user_id, "user created");
     let mut out = match (&key_row, &secret) {
-        (Some(k), Some(s)) => key_view::generated(gov, k, s, req.duration.as_deref()),
+        (Some(k), Some(s)) => key_view::generated(gov, k, s, req.duration.as_deref()).await?,
         _ => {
             let mut m = Map::new();
             m.insert("key".into(), Value::Null);
             m
         }
     };
-    out.extend(object(gov, &user));
+    out.extend(object(gov, &user).await?);
     Ok(Json(Value::Object(out)))
 }
 
@@ -281,7 +290,7 @@ async fn update(
     let req: UserFields = extract::body(&body)?;
     let gov = &ctx.gov;
     let old = cached(gov, req.user_id.as_deref(), req.user_email.as_deref())?;
-    let mut user = live::user_row(gov, &old);
+    let mut user = live::user_row(gov, &old).await?;
     let now = gov.admission().now();
     let window = req.apply(&gov.cache().read(), &mut user, now, false)?;
     Batch {
@@ -290,10 +299,10 @@ async fn update(
     }
     .commit(gov)
     .await?;
-    start_window(gov, &req, &user, window.as_ref());
+    start_window(gov, &req, &user, window.as_ref()).await?;
     tracing::info!(user_id = %user.user_id, "user updated");
     Ok(Json(
-        json!({"user_id": user.user_id, "data": object(gov, &user)}),
+        json!({"user_id": user.user_id, "data": object(gov, &user).await?}),
     ))
 }
 
@@ -356,12 +365,16 @@ async fn delete(
                 .iter()
                 .any(|m| gone(m.user_id.as_ref()))
             {
-                let mut t = live::team_row(gov, t);
+                let mut t = Team::clone(t);
                 t.members_with_roles.retain(|m| !gone(m.user_id.as_ref()));
                 batch.teams.push(t);
             }
         }
         batch.delete_users = ids;
+    }
+    // live spend read after the cache's guard is dropped (no guard is held across an await)
+    for t in &mut batch.teams {
+        *t = live::team_row(gov, t).await?;
     }
     let n = batch.delete_users.len();
     batch.commit(gov).await?;
@@ -419,17 +432,17 @@ async fn info(
     };
     keys.sort_by(|a, b| a.token.cmp(&b.token));
     teams.sort_by(|a, b| a.team_id.cmp(&b.team_id));
-    let keys: Vec<Value> = keys
-        .iter()
-        .map(|k| Value::Object(key_view::object(gov, k)))
-        .collect();
-    let teams: Vec<Value> = teams
-        .iter()
-        .map(|t| Value::Object(teams::object(gov, t)))
-        .collect();
+    let keys: Vec<Value> = live::each(keys.iter(), |k| async move {
+        Ok(Value::Object(key_view::object(gov, k).await?))
+    })
+    .await?;
+    let teams: Vec<Value> = live::each(teams.iter(), |t| async move {
+        Ok(Value::Object(teams::object(gov, t).await?))
+    })
+    .await?;
     Ok(Json(json!({
         "user_id": id,
-        "user_info": object(gov, &user),
+        "user_info": object(gov, &user).await?,
         "keys": keys,
         "teams": teams,
     })))
@@ -489,12 +502,14 @@ async fn list(
     users.sort_by(|a, b| a.user_id.cmp(&b.user_id));
     let total = users.len() as u64;
     let start = usize::try_from((page - 1).saturating_mul(size)).unwrap_or(usize::MAX);
-    let shown: Vec<Value> = users
+    let page_users = users
         .iter()
         .skip(start)
-        .take(usize::try_from(size).unwrap_or(100))
-        .map(|u| Value::Object(object(gov, u)))
-        .collect();
+        .take(usize::try_from(size).unwrap_or(100));
+    let shown: Vec<Value> = live::each(page_users, |u| async move {
+        Ok(Value::Object(object(gov, u).await?))
+    })
+    .await?;
     Ok(Json(json!({
         "users": shown,
         "total": total,

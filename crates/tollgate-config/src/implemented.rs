@@ -48,6 +48,9 @@ pub const LITELLM_SETTINGS_IMPLEMENTED: &[&str] = &[
     "budget_exceeded_status_code",
     "max_end_user_budget",
     "max_end_user_budget_id",
+    // its Redis server holds the fleet's shared counters (`redis.rs`; tollgate-server
+    // `gate/shared.rs`); the response cache itself (`cache: true`) is still reported
+    "cache_params",
 ];
 
 /// `general_settings` keys acted on (`litellm_key_header_name`: tollgate-server auth;
@@ -91,6 +94,12 @@ pub const ROUTER_SETTINGS_IMPLEMENTED: &[&str] = &[
     "max_budget",
     "budget_duration",
     "budget_exceeded_status_code",
+    // the Redis server of the fleet's shared counters (`redis.rs`; tollgate-server
+    // `gate/shared.rs`)
+    "redis_url",
+    "redis_host",
+    "redis_port",
+    "redis_password",
 ];
 
 /// LiteLLM-internal `litellm_params` keys (class `LiteLLM_Params` in `litellm/types/router.py`)
@@ -271,7 +280,7 @@ mod tests {
         let mut c = Config::default();
         c.litellm_settings.drop_params = Some(true);
         c.litellm_settings.callbacks = vec!["prometheus".into()];
-        c.router_settings.redis_host = Some("localhost".into());
+        c.router_settings.redis_host = Some("localhost".into()); // acted on: not listed
         c.general_settings.master_key = Some("sk-1234".into());
         c.general_settings
             .extra
@@ -284,8 +293,7 @@ mod tests {
                 "guardrails",
                 "litellm_settings.drop_params",
                 "litellm_settings.callbacks",
-                "general_settings.alerting",
-                "router_settings.redis_host"
+                "general_settings.alerting"
             ]
         );
     }

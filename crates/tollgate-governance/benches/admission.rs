@@ -2,6 +2,7 @@
 //! Run: `cargo bench -p tollgate-governance --bench admission`.
 #![expect(
     clippy::expect_used,
+    clippy::panic,
     reason = "benchmark setup: a failed setup aborts the run"
 )]
 
@@ -72,7 +73,18 @@ fn admit_and_settle_5_scopes(bencher: divan::Bencher) {
             scopes: pre[i as usize % pre.len()].clone(),
             estimate,
         };
-        let mut r = adm.admit(req).expect("admitted");
+        let mut r = ready(adm.admit(req)).expect("admitted");
         r.settle(&Usage::new(1000, 400), 0.0018).expect("settled");
     });
+}
+
+/// The output of an in-process admission future, which is ready at its first poll (that path
+/// never awaits); panics otherwise.
+fn ready<F: std::future::Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("in-process admission awaited"),
+    }
 }

@@ -63,6 +63,22 @@ pub(crate) fn skipped(what: &str, var: &str, example: &str) {
     }
 }
 
+/// Runs a future that must be ready at its first poll: the in-process admission path never
+/// awaits (its `async` operations complete inline), so tests drive it from plain threads.
+pub(crate) trait Ready: std::future::Future + Sized {
+    /// The output of the first poll; panics when the future is pending (it awaited).
+    fn ready(self) -> Self::Output {
+        let mut f = std::pin::pin!(self);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("an in-process admission operation awaited"),
+        }
+    }
+}
+
+impl<F: std::future::Future> Ready for F {}
+
 #[cfg(test)]
 mod tests {
     /// The name is the one `cargo test` prints, after the crate: what the skip summary lists.

@@ -182,6 +182,9 @@ fn run(cli: Cli) -> Result<(), StartupError> {
     runtime.block_on(serve_all(cli, loaded, path, state, plan))
 }
 
+/// Longest wait at shutdown for the settlements queued for shared counters (Redis).
+const SHARED_FLUSH_DEADLINE: Duration = Duration::from_secs(5);
+
 /// How the process serves: `workers` single-threaded workers (`None`: one work-stealing
 /// runtime), on `serving_threads` threads, with `arenas` malloc arenas (`None`: the default).
 struct Serving {
@@ -253,7 +256,17 @@ async fn serve_all(
         r.stop().await;
     }
     // Flush spend counters and spend logs queued by the last requests, while the workers'
-    // runtimes (and the connections registered with them) still run.
+    // runtimes (and the connections registered with them) still run: first the settlements
+    // queued for shared counters, so the write-behind's final pass drains what they changed.
+    if let Some(g) = &state.gate {
+        let undelivered = g.gov.admission().flush(SHARED_FLUSH_DEADLINE).await;
+        if undelivered > 0 {
+            tracing::warn!(
+                undelivered,
+                "settlements not delivered to the shared counters before shutdown"
+            );
+        }
+    }
     let _ = stop_tx.send(true);
     if let Some(w) = writer {
         let _ = w.await;
@@ -327,7 +340,7 @@ async fn with_governance(
         .collect();
     tokio::task::spawn_blocking(move || encodings.into_iter().for_each(|e| e.warm_up()));
     let writer = gate.spawn_write_behind(stop.clone());
-    tracing::info!(store = %choice.describe(), "governance on: virtual keys, budgets, limits, spend logs");
+    tracing::info!(store = %choice.describe(), counters = %gate.counters, "governance on: virtual keys, budgets, limits, spend logs");
     // Deployments stored through `/model/new` join the router before the first request.
     let admin = tollgate_server::gate::admin::context(loaded, &state, &gate, Arc::new(env))
         .await

@@ -45,6 +45,8 @@ async fn budget_tier_crud_and_linked_key() {
         .gov
         .admission()
         .spend(&ScopeKey::key(&hash))
+        .await
+        .unwrap()
         .unwrap()
         .budget_reset_at;
     assert!(reset.is_some());

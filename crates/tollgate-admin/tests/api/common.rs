@@ -213,7 +213,7 @@ impl H {
 
     /// Admits and settles one `mock-gpt` call of `prompt` + `completion` tokens on the key with
     /// hash `hash` (cost = prompt × 1e-6 + completion × 2e-6 USD), logging it as `request_id`.
-    pub fn charge(
+    pub async fn charge(
         &self,
         hash: &str,
         request_id: &str,
@@ -260,6 +260,7 @@ impl H {
                 price,
                 log,
             )
+            .await
             .unwrap();
         g.settle(
             charge,
@@ -294,7 +295,7 @@ pub fn error(message: &str, ty: &str, code: u16) -> Value {
 impl H {
     /// Whether a `mock-gpt` request on the key with hash `hash` would be admitted now (the
     /// reservation is released unsettled).
-    pub fn admits(&self, hash: &str) -> bool {
+    pub async fn admits(&self, hash: &str) -> bool {
         let g = &self.gov;
         let Ok(p) = g.principal(hash) else {
             return false;
@@ -312,6 +313,7 @@ impl H {
                 scopes,
                 estimate: est,
             })
+            .await
             .is_ok()
     }
 }

@@ -116,7 +116,13 @@ async fn update_is_in_force_on_the_next_request() {
         Some(BudgetDuration::Days(1))
     );
     // the window started in the counters at the row's standardised reset time
-    let counters = h.gov.admission().spend(&ScopeKey::key(&hash)).unwrap();
+    let counters = h
+        .gov
+        .admission()
+        .spend(&ScopeKey::key(&hash))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(counters.budget_reset_at, row.budget_reset_at);
     assert_eq!(
         row.budget_reset_at,
@@ -203,7 +209,7 @@ async fn delete_by_key_and_by_alias_then_info_says_deleted() {
 async fn regenerate_keeps_settings_and_spend_and_retires_the_old_key() {
     let h = H::new().await;
     let (raw, old) = h.key(json!({"max_budget": 1.0, "key_alias": "svc"})).await;
-    let cost = h.charge(&old, "r1", 1000, 500, None);
+    let cost = h.charge(&old, "r1", 1000, 500, None).await;
     assert_eq!(cost, 0.002);
     let (s, v) = h
         .post(
@@ -219,7 +225,7 @@ async fn regenerate_keeps_settings_and_spend_and_retires_the_old_key() {
     assert_eq!(v["key_alias"], "svc");
     assert_eq!(v["max_budget"], 2.0);
     assert_eq!(v["spend"], json!(cost));
-    assert_eq!(h.gov.spend_of(&ScopeKey::key(&new)), cost);
+    assert_eq!(h.gov.spend_of(&ScopeKey::key(&new)).await.unwrap(), cost);
     assert_eq!(h.gov.principal(&old).unwrap_err(), KeyError::NotFound);
     let (_, info) = h.get(&format!("/key/info?key={old}")).await;
     assert_eq!(info["info"]["status"], "deleted");
@@ -233,8 +239,8 @@ async fn regenerate_keeps_settings_and_spend_and_retires_the_old_key() {
 async fn reset_spend_is_in_force_at_once() {
     let h = H::new().await;
     let (raw, hash) = h.key(json!({"max_budget": 0.001})).await;
-    let cost = h.charge(&hash, "r1", 1000, 500, None);
-    assert!(!h.admits(&hash));
+    let cost = h.charge(&hash, "r1", 1000, 500, None).await;
+    assert!(!h.admits(&hash).await);
     let (s, v) = h
         .post(&format!("/key/{raw}/reset_spend"), json!({"reset_to": 1.0}))
         .await;
@@ -245,9 +251,9 @@ async fn reset_spend_is_in_force_at_once() {
         v,
         json!({"key_hash": hash, "spend": 0.0, "previous_spend": cost, "max_budget": 0.001, "budget_duration": null})
     );
-    assert_eq!(h.gov.spend_of(&ScopeKey::key(&hash)), 0.0);
+    assert_eq!(h.gov.spend_of(&ScopeKey::key(&hash)).await.unwrap(), 0.0);
     // admitted again on the very next request
-    assert!(h.admits(&hash));
+    assert!(h.admits(&hash).await);
 }
 
 #[tokio::test]

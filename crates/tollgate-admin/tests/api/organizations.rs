@@ -70,9 +70,13 @@ async fn organization_crud_and_key_scope() {
     assert_eq!(org.key, ScopeKey::new(ScopeKind::Organization, "org-1"));
     assert_eq!(org.limits.max_budget, Some(5.0));
     assert_eq!(org.limits.tpm_limit, Some(900));
-    assert!(h.admits(&hash));
-    h.gov.admission().set_spend(&org.key, 5.0, None);
-    assert!(!h.admits(&hash), "at the org's cap");
+    assert!(h.admits(&hash).await);
+    h.gov
+        .admission()
+        .set_spend(&org.key, 5.0, None)
+        .await
+        .unwrap();
+    assert!(!h.admits(&hash).await, "at the org's cap");
 
     // PATCH update: the linked tier changes, in force at once
     let (s, u) = h
@@ -95,7 +99,7 @@ async fn organization_crud_and_key_scope() {
         ),
         (json!(budget_id), json!("Acme2"), json!(5.0), json!(6.0))
     );
-    assert!(h.admits(&hash));
+    assert!(h.admits(&hash).await);
     let (s, _) = h
         .post(
             "/organization/update",

@@ -118,7 +118,7 @@ async fn no_raw_key_in_any_response_but_its_creation() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(g["key"], raw, "shown once, at creation");
     let hash = g["token_id"].as_str().unwrap().to_owned();
-    h.charge(&hash, "r1", 10, 10, None);
+    h.charge(&hash, "r1", 10, 10, None).await;
     let mut seen: Vec<Value> = Vec::new();
     for (m, uri, body) in [
         ("GET", format!("/key/info?key={raw}"), None),

@@ -13,7 +13,9 @@ async fn spend_logs_global_spend_and_report_after_a_settled_call() {
         .await;
     let (raw, hash) = h.key(json!({"max_budget": 1.0, "team_id": "t1"})).await;
     // 1000 × 1e-6 + 500 × 2e-6
-    let cost = h.charge(&hash, "chatcmpl-1", 1000, 500, Some("cust-9"));
+    let cost = h
+        .charge(&hash, "chatcmpl-1", 1000, 500, Some("cust-9"))
+        .await;
     assert_eq!(cost, 0.002);
 
     let (s, rows) = h.get(&format!("/spend/logs?api_key={raw}")).await;

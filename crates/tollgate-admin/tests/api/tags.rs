@@ -22,7 +22,7 @@ fn tier(v: &Value) -> Value {
 }
 
 /// Whether a request tagged `prod` is admitted now (reservation dropped unsettled).
-fn admit_prod(h: &H) -> Result<(), (u16, Option<ScopeKey>)> {
+async fn admit_prod(h: &H) -> Result<(), (u16, Option<ScopeKey>)> {
     let tags = vec!["prod".to_owned()];
     let facts = RequestFacts {
         model_group: "mock-gpt",
@@ -42,6 +42,7 @@ fn admit_prod(h: &H) -> Result<(), (u16, Option<ScopeKey>)> {
             None,
             SpendLogRow::default(),
         )
+        .await
         .map(|_| ())
         .map_err(|r| (r.status, r.scope))
 }
@@ -99,10 +100,14 @@ async fn tag_budget_crud_and_request_path() {
     assert_eq!(t.key, ScopeKey::new(ScopeKind::Tag, "prod"));
     assert_eq!(t.limits.max_budget, Some(2.0));
     assert_eq!(t.limits.rpm_limit, Some(7));
-    assert_eq!(admit_prod(&h), Ok(()));
+    assert_eq!(admit_prod(&h).await, Ok(()));
     let scope = ScopeKey::new(ScopeKind::Tag, "prod");
-    h.gov.admission().set_spend(&scope, 2.0, None);
-    assert_eq!(admit_prod(&h), Err((422, Some(scope.clone()))));
+    h.gov
+        .admission()
+        .set_spend(&scope, 2.0, None)
+        .await
+        .unwrap();
+    assert_eq!(admit_prod(&h).await, Err((422, Some(scope.clone()))));
 
     // update: the linked tier is changed, in force on the next request
     let (s, u) = h
@@ -113,7 +118,7 @@ async fn tag_budget_crud_and_request_path() {
     assert_eq!(u["tag"]["budget_id"], budget_id);
     assert_eq!(u["tag"]["spend"], 2.0);
     assert_eq!(u["tag"]["litellm_budget_table"]["max_budget"], 3.0);
-    assert_eq!(admit_prod(&h), Ok(()));
+    assert_eq!(admit_prod(&h).await, Ok(()));
 
     // non-admin: 403 on writes and reads
     let (raw, _) = h.key(json!({})).await;
@@ -142,5 +147,5 @@ async fn tag_budget_crud_and_request_path() {
     assert_eq!(list, json!([]));
     assert!(h.store.load().await.unwrap().tags.is_empty());
     // a deleted tag no longer limits requests
-    assert_eq!(admit_prod(&h), Ok(()));
+    assert_eq!(admit_prod(&h).await, Ok(()));
 }

@@ -94,6 +94,8 @@ async fn team_with_members_and_member_budget_tier() {
         h.gov
             .admission()
             .spend(&ScopeKey::team_member("t1", "u2"))
+            .await
+            .unwrap()
             .unwrap()
             .budget_reset_at,
         tier_reset

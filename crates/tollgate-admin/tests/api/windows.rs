@@ -15,8 +15,14 @@ use tollgate_governance::duration::BudgetDuration;
 use crate::common::H;
 
 /// Spend (USD) and next reset of a scope in the counters.
-fn counter(h: &H, scope: &ScopeKey) -> (f64, Option<DateTime<Utc>>) {
-    let s = h.gov.admission().spend(scope).expect("scope was charged");
+async fn counter(h: &H, scope: &ScopeKey) -> (f64, Option<DateTime<Utc>>) {
+    let s = h
+        .gov
+        .admission()
+        .spend(scope)
+        .await
+        .expect("in-process counters answer")
+        .expect("scope was charged");
     (s.spend, s.budget_reset_at)
 }
 
@@ -35,9 +41,9 @@ async fn a_tier_window_reaches_its_linked_key_by_the_rule() {
         .await;
     assert_eq!(s, StatusCode::OK);
     let (_, hash) = h.key(json!({"budget_id": "t"})).await;
-    assert!(same(h.charge(&hash, "r1", 1000, 500, None), CALL));
+    assert!(same(h.charge(&hash, "r1", 1000, 500, None).await, CALL));
     let key = ScopeKey::key(&hash);
-    assert_eq!(counter(&h, &key), (CALL, None));
+    assert_eq!(counter(&h, &key).await, (CALL, None));
 
     let now = h.gov.admission().now();
     let (s, t) = h
@@ -50,12 +56,12 @@ async fn a_tier_window_reaches_its_linked_key_by_the_rule() {
     let reset = BudgetDuration::Days(30).next_reset(now);
     assert_eq!(t["budget_reset_at"], serde_json::to_value(reset).unwrap());
     assert_eq!(
-        counter(&h, &key),
+        counter(&h, &key).await,
         (0.0, Some(reset)),
         "a first window starts at 0"
     );
 
-    h.charge(&hash, "r2", 1000, 500, None);
+    h.charge(&hash, "r2", 1000, 500, None).await;
     let (s, _) = h
         .post(
             "/budget/update",
@@ -64,7 +70,7 @@ async fn a_tier_window_reaches_its_linked_key_by_the_rule() {
         .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(
-        counter(&h, &key),
+        counter(&h, &key).await,
         (CALL, Some(reset)),
         "the same window: untouched"
     );
@@ -76,7 +82,7 @@ async fn a_tier_window_reaches_its_linked_key_by_the_rule() {
         )
         .await;
     assert_eq!(s, StatusCode::OK);
-    let (spend, moved) = counter(&h, &key);
+    let (spend, moved) = counter(&h, &key).await;
     assert!(same(spend, CALL), "a different window keeps the spend");
     assert_eq!(moved, Some(BudgetDuration::Days(1).next_reset(now)));
     let (_, info) = h.get(&format!("/key/info?key={hash}")).await;
@@ -108,11 +114,11 @@ async fn organizations_and_team_members_start_their_first_window_at_zero() {
     let (_, hash) = h
         .key(json!({"organization_id": "o", "team_id": "tm", "user_id": "u"}))
         .await;
-    h.charge(&hash, "r1", 1000, 500, None);
+    h.charge(&hash, "r1", 1000, 500, None).await;
     let org = ScopeKey::new(ScopeKind::Organization, "o");
     let member = ScopeKey::team_member("tm", "u");
-    assert!(same(counter(&h, &org).0, CALL));
-    assert!(same(counter(&h, &member).0, CALL));
+    assert!(same(counter(&h, &org).await.0, CALL));
+    assert!(same(counter(&h, &member).await.0, CALL));
 
     let (s, v) = h
         .post(
@@ -129,13 +135,13 @@ async fn organizations_and_team_members_start_their_first_window_at_zero() {
         .await;
     assert_eq!(s, StatusCode::OK, "{v}");
     let next = BudgetDuration::Days(1).next_reset(h.gov.admission().now());
-    assert_eq!(counter(&h, &org), (0.0, Some(next)));
-    assert_eq!(counter(&h, &member), (0.0, Some(next)));
+    assert_eq!(counter(&h, &org).await, (0.0, Some(next)));
+    assert_eq!(counter(&h, &member).await, (0.0, Some(next)));
     let (_, info) = h.get("/organization/info?organization_id=o").await;
     assert_eq!(info["spend"], 0.0, "{info}");
 
     // the same update again: the windows keep the next call's spend
-    h.charge(&hash, "r2", 1000, 500, None);
+    h.charge(&hash, "r2", 1000, 500, None).await;
     h.post(
         "/organization/update",
         json!({"organization_id": "o", "budget_duration": "1d"}),
@@ -146,6 +152,6 @@ async fn organizations_and_team_members_start_their_first_window_at_zero() {
         json!({"team_id": "tm", "user_id": "u", "budget_duration": "1d"}),
     )
     .await;
-    assert!(same(counter(&h, &org).0, CALL));
-    assert!(same(counter(&h, &member).0, CALL));
+    assert!(same(counter(&h, &org).await.0, CALL));
+    assert!(same(counter(&h, &member).await.0, CALL));
 }

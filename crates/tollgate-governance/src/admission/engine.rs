@@ -1,16 +1,24 @@
-//! [`Admission`]: admit → [`Reservation`] → settle.
+//! [`Admission`]: admit → [`Reservation`] → settle, over either counter store:
+//!
+//! - **in-process** ([`CounterStore`], the embedded default): every operation runs inline;
+//!   [`Admission::admit`] is `async` but never awaits on this path (its future is ready at
+//!   the first poll), and nothing is boxed or allocated for it beyond what the store does;
+//! - **shared** ([`SharedCounters`], Redis for a fleet): [`Admission::admit`] awaits the
+//!   store's one reservation round trip; settlement and release stay synchronous and only
+//!   queue ([`SharedCounters::settle`], [`SharedCounters::release`]); management operations
+//!   are awaited.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use super::money::{units_to_usd, usd_to_units};
-use super::rejection::{Rejection, rate_limit_headers};
-use super::scope::{ScopeKey, ScopeKind};
-use super::store::{
-    Actual, CounterStore, RateLimitStatus, ReserveRequest, ScopeRequest, ScopeSpend, SpendSnapshot,
-    Ticket,
-};
+use super::money::usd_to_units;
+use super::rejection::Rejection;
+use super::reservation::Reservation;
+use super::scope::ScopeKey;
+use super::shared::SharedCounters;
+use super::store::{CounterStore, ReserveRequest, ScopeRequest, ScopeSpend, SpendSnapshot};
+use super::store_async::CounterStoreError;
 use super::window::WindowPlan;
 use crate::duration::{BudgetDuration, Clock, SystemClock};
 use crate::pricing::{ModelPrice, Usage, cost};
@@ -94,37 +102,19 @@ pub struct AdmitRequest {
     pub estimate: Estimate,
 }
 
-/// The result of [`Reservation::settle`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settlement {
-    /// Cost charged, USD.
-    pub cost_usd: f64,
-    /// Each reserved scope's spend after this request, USD.
-    pub spend_after: Vec<(ScopeKey, f64)>,
+/// Where an engine's counters live. Cloning clones one `Arc`.
+#[derive(Clone)]
+pub(super) enum Counters {
+    /// In this process: every call inline, never failing.
+    Local(Arc<dyn CounterStore>),
+    /// Shared by the fleet: reservations awaited, settlements queued.
+    Shared(Arc<dyn SharedCounters>),
 }
 
-impl Settlement {
-    /// Spend after this request of the first scope of `kind` (e.g. the key, for `x-litellm-key-spend`).
-    pub fn spend_of(&self, kind: ScopeKind) -> Option<f64> {
-        self.spend_after
-            .iter()
-            .find(|(k, _)| k.kind == kind)
-            .map(|(_, s)| *s)
-    }
-}
-
-/// Error of [`Reservation::settle`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SettleError {
-    /// This (request id, attempt) was settled or released before; nothing was charged.
-    #[error("request attempt already settled")]
-    AlreadySettled,
-}
-
-/// The admission engine. Cheap to clone (shares its store and clock).
+/// The admission engine. Cheap to clone (shares its counters and clock).
 #[derive(Clone)]
 pub struct Admission {
-    store: Arc<dyn CounterStore>,
+    counters: Counters,
     clock: Arc<dyn Clock>,
     config: AdmissionConfig,
 }
@@ -133,27 +123,43 @@ impl std::fmt::Debug for Admission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Admission")
             .field("config", &self.config)
+            .field("shared", &self.is_shared())
             .finish_non_exhaustive()
     }
 }
 
 impl Admission {
-    /// An engine over `store` with the system clock.
+    /// An engine over the in-process `store` with the system clock.
     pub fn new(store: Arc<dyn CounterStore>, config: AdmissionConfig) -> Self {
         Self::with_clock(store, Arc::new(SystemClock), config)
     }
 
-    /// An engine with an injected clock (tests).
+    /// An engine over the in-process `store` with an injected clock (tests).
     pub fn with_clock(
         store: Arc<dyn CounterStore>,
         clock: Arc<dyn Clock>,
         config: AdmissionConfig,
     ) -> Self {
         Self {
-            store,
+            counters: Counters::Local(store),
             clock,
             config,
         }
+    }
+
+    /// An engine over counters shared by a fleet (Redis). The store's clock decides windows
+    /// and resets; the system clock only dates rejections (`retry-after`) and [`Self::now`].
+    pub fn shared(counters: Arc<dyn SharedCounters>, config: AdmissionConfig) -> Self {
+        Self {
+            counters: Counters::Shared(counters),
+            clock: Arc::new(SystemClock),
+            config,
+        }
+    }
+
+    /// True when the counters are shared by a fleet ([`Self::shared`]).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.counters, Counters::Shared(_))
     }
 
     /// The settings.
@@ -168,15 +174,12 @@ impl Admission {
 
     /// Admits a request or refuses it, atomically across every scope (see the module docs for the
     /// rules). On success the estimate is reserved until the [`Reservation`] is settled or dropped.
+    /// In-process counters: never awaits. Shared counters: one round trip to the store.
     ///
     /// Errors: a [`Rejection`] naming the first refusing scope (budgets of every scope are checked
-    /// before any rate limit).
-    #[expect(
-        clippy::result_large_err,
-        reason = "the refusal path is cold; callers match on it directly"
-    )]
-    pub fn admit(&self, req: AdmitRequest) -> Result<Reservation, Rejection> {
-        let now = self.clock.now();
+    /// before any rate limit); with shared counters that cannot answer, the 503
+    /// [`Rejection::unavailable`] (nothing reserved).
+    pub async fn admit(&self, req: AdmitRequest) -> Result<Reservation, Rejection> {
         let rr = ReserveRequest {
             request_id: &req.request_id,
             attempt: req.attempt,
@@ -185,15 +188,25 @@ impl Admission {
             prompt_tokens: req.estimate.prompt_tokens,
             reserve_tokens: req.estimate.tokens(),
         };
-        match self.store.reserve(&rr, now) {
-            Ok((ticket, rate)) => Ok(Reservation {
-                store: self.store.clone(),
-                clock: self.clock.clone(),
+        let now = self.clock.now();
+        let granted = match &self.counters {
+            Counters::Local(store) => store.reserve(&rr, now),
+            Counters::Shared(shared) => match shared.reserve(&rr).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(request_id = %req.request_id, error = %e, "counter store unavailable: request refused");
+                    return Err(Rejection::unavailable());
+                }
+            },
+        };
+        match granted {
+            Ok((ticket, rate)) => Ok(Reservation::new(
+                self.counters.clone(),
+                self.clock.clone(),
                 ticket,
                 rate,
-                estimate: req.estimate,
-                done: false,
-            }),
+                req.estimate,
+            )),
             Err(d) => Err(Rejection::from_denial(
                 d,
                 &req.scopes,
@@ -205,152 +218,129 @@ impl Admission {
     }
 
     /// Manual spend reset (`/key/{key}/reset_spend`, `/global/spend/reset`): spend 0 now, next
-    /// reset from `duration` (or the scope's known window). In force for the very next request.
-    pub fn reset_spend(&self, scope: &ScopeKey, duration: Option<BudgetDuration>) {
-        self.store.reset_spend(scope, duration, self.clock.now());
+    /// reset from `duration` (or the scope's known window). In force for the very next request
+    /// (of every replica, with shared counters).
+    ///
+    /// Errors: [`CounterStoreError`] when shared counters cannot answer (never in-process).
+    pub async fn reset_spend(
+        &self,
+        scope: &ScopeKey,
+        duration: Option<BudgetDuration>,
+    ) -> Result<(), CounterStoreError> {
+        match &self.counters {
+            Counters::Local(s) => {
+                s.reset_spend(scope, duration, self.clock.now());
+                Ok(())
+            }
+            Counters::Shared(s) => s.reset_spend(scope, duration).await,
+        }
     }
 
     /// Applies a management write's budget window to a scope's counters ([`WindowPlan`]: a
     /// new window at 0, or the same spend with a new reset time). In force for the very next
     /// request.
-    pub fn arm_window(&self, scope: &ScopeKey, plan: &WindowPlan) {
-        self.store
-            .set_window(scope, plan.duration, plan.reset_at, plan.restart);
+    ///
+    /// Errors: as [`Self::reset_spend`].
+    pub async fn arm_window(
+        &self,
+        scope: &ScopeKey,
+        plan: &WindowPlan,
+    ) -> Result<(), CounterStoreError> {
+        match &self.counters {
+            Counters::Local(s) => {
+                s.set_window(scope, plan.duration, plan.reset_at, plan.restart);
+                Ok(())
+            }
+            Counters::Shared(s) => {
+                s.set_window(scope, plan.duration, plan.reset_at, plan.restart)
+                    .await
+            }
+        }
     }
 
-    /// Sets a scope's spend (database seed at start; `/key/update` with `spend`).
-    pub fn set_spend(
+    /// Sets a scope's spend, USD, and next reset (kept when `None`): `/key/update` with
+    /// `spend`, a spend reset to a value.
+    ///
+    /// Errors: as [`Self::reset_spend`].
+    pub async fn set_spend(
         &self,
         scope: &ScopeKey,
         spend_usd: f64,
         budget_reset_at: Option<DateTime<Utc>>,
-    ) {
-        self.store.set_spend(scope, spend_usd, budget_reset_at);
+    ) -> Result<(), CounterStoreError> {
+        match &self.counters {
+            Counters::Local(s) => {
+                s.set_spend(scope, spend_usd, budget_reset_at);
+                Ok(())
+            }
+            Counters::Shared(s) => s.set_spend(scope, spend_usd, budget_reset_at).await,
+        }
     }
 
-    /// Seeds a scope from the database at start: its window's spend, end (`None` = computed on
-    /// the next request) and period (so a read before that request knows when the window in
-    /// force ends).
-    pub fn seed(
+    /// Seeds a scope from the database at start: its window's spend, USD, end (`None` =
+    /// computed on the next request) and period (so a read before that request knows when
+    /// the window in force ends). With shared counters only a scope the shared store does
+    /// not hold yet is seeded ([`SharedCounters::seed_absent`]): the shared store is the live
+    /// truth, and a replica starting later must not overwrite what the others have counted.
+    ///
+    /// Errors: as [`Self::reset_spend`].
+    pub async fn seed(
         &self,
         scope: &ScopeKey,
         spend_usd: f64,
         budget_reset_at: Option<DateTime<Utc>>,
         duration: Option<BudgetDuration>,
-    ) {
-        self.store.seed(scope, spend_usd, budget_reset_at, duration);
+    ) -> Result<(), CounterStoreError> {
+        match &self.counters {
+            Counters::Local(s) => {
+                s.seed(scope, spend_usd, budget_reset_at, duration);
+                Ok(())
+            }
+            Counters::Shared(s) => {
+                s.seed_absent(scope, spend_usd, budget_reset_at, duration)
+                    .await
+            }
+        }
     }
 
-    /// Current counters of a scope.
-    pub fn spend(&self, scope: &ScopeKey) -> Option<ScopeSpend> {
-        self.store.spend(scope)
-    }
-
-    /// Scopes whose spend changed since the last call (write-behind).
-    pub fn drain_dirty(&self) -> Vec<SpendSnapshot> {
-        self.store.drain_dirty()
-    }
-}
-
-/// A granted admission. Holds the reserved estimate, one request in each RPM window and one
-/// parallel slot on every scope until [`Reservation::settle`] replaces it with the actual usage.
-/// Dropped unsettled (request never sent, task cancelled), it releases everything and charges
-/// nothing; to bill a stream cut off by the client, settle with the partial usage first.
-pub struct Reservation {
-    store: Arc<dyn CounterStore>,
-    clock: Arc<dyn Clock>,
-    ticket: Ticket,
-    rate: Vec<RateLimitStatus>,
-    estimate: Estimate,
-    done: bool,
-}
-
-impl std::fmt::Debug for Reservation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reservation")
-            .field("request_id", &self.ticket.request_id)
-            .field("attempt", &self.ticket.attempt)
-            .field("scopes", &self.ticket.scopes)
-            .field("estimate", &self.estimate)
-            .field("done", &self.done)
-            .finish()
-    }
-}
-
-impl Reservation {
-    /// The request id.
-    pub fn request_id(&self) -> &str {
-        &self.ticket.request_id
-    }
-
-    /// The attempt.
-    pub fn attempt(&self) -> u32 {
-        self.ticket.attempt
-    }
-
-    /// The reserved estimate.
-    pub fn estimate(&self) -> &Estimate {
-        &self.estimate
-    }
-
-    /// Remaining-limit values after this admission, per limited scope.
-    pub fn rate_limits(&self) -> &[RateLimitStatus] {
-        &self.rate
-    }
-
-    /// `x-ratelimit-*` response headers for this admission (see [`rate_limit_headers`]).
-    pub fn rate_limit_headers(&self) -> Vec<(String, String)> {
-        rate_limit_headers(&self.rate)
-    }
-
-    /// True once settled (or released).
-    pub fn is_settled(&self) -> bool {
-        self.done
-    }
-
-    /// Replaces the reservation by the actual usage: `cost_usd` is added to every scope's spend,
-    /// `usage.total_tokens()` to every TPM window (the current one), the parallel slot is freed.
-    /// Use the provider's final cumulative usage, or the usage produced so far when the
-    /// stream ended early (client hang-up, upstream error).
+    /// Current counters of a scope (`None`: never seen). With shared counters, one round trip:
+    /// for management reads, never on a request's path (use [`Self::local_spend`] there).
     ///
-    /// Errors: [`SettleError::AlreadySettled`] on a second call (or if the store already settled
-    /// this request id and attempt); nothing is charged twice.
-    pub fn settle(&mut self, usage: &Usage, cost_usd: f64) -> Result<Settlement, SettleError> {
-        if self.done {
-            return Err(SettleError::AlreadySettled);
+    /// Errors: as [`Self::reset_spend`].
+    pub async fn spend(&self, scope: &ScopeKey) -> Result<Option<ScopeSpend>, CounterStoreError> {
+        match &self.counters {
+            Counters::Local(s) => Ok(s.spend(scope)),
+            Counters::Shared(s) => s.spend(scope).await,
         }
-        self.done = true;
-        let actual = Actual {
-            cost_units: usd_to_units(cost_usd),
-            tokens: usage.total_tokens(),
-        };
-        let spends = self
-            .store
-            .settle(&self.ticket, actual, self.clock.now())
-            .ok_or(SettleError::AlreadySettled)?;
-        Ok(Settlement {
-            cost_usd: units_to_usd(actual.cost_units),
-            spend_after: self.ticket.scopes.iter().cloned().zip(spends).collect(),
-        })
     }
 
-    /// Releases the reservation without charging (the request was never sent upstream).
-    /// Same as dropping it; returns false when already settled.
-    pub fn release(mut self) -> bool {
-        self.release_inner()
-    }
-
-    fn release_inner(&mut self) -> bool {
-        if self.done {
-            return false;
+    /// Current counters of a scope when they live in this process (no I/O); `None` for a
+    /// scope never seen, and always `None` with shared counters.
+    pub fn local_spend(&self, scope: &ScopeKey) -> Option<ScopeSpend> {
+        match &self.counters {
+            Counters::Local(s) => s.spend(scope),
+            Counters::Shared(_) => None,
         }
-        self.done = true;
-        self.store.release(&self.ticket, self.clock.now())
     }
-}
 
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        self.release_inner();
+    /// Scopes whose spend changed since the last call (write-behind). With shared counters,
+    /// each changed scope goes to exactly one of the replicas that drain.
+    ///
+    /// Errors: as [`Self::reset_spend`].
+    pub async fn drain_dirty(&self) -> Result<Vec<SpendSnapshot>, CounterStoreError> {
+        match &self.counters {
+            Counters::Local(s) => Ok(s.drain_dirty()),
+            Counters::Shared(s) => s.drain_dirty().await,
+        }
+    }
+
+    /// Sends what shared counters hold queued (settlements, releases), waiting at most
+    /// `deadline` (graceful shutdown); returns how many operations could not be delivered.
+    /// Nothing to do (0) in-process.
+    pub async fn flush(&self, deadline: std::time::Duration) -> usize {
+        match &self.counters {
+            Counters::Local(_) => 0,
+            Counters::Shared(s) => s.flush(deadline).await,
+        }
     }
 }

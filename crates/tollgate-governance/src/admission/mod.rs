@@ -61,6 +61,7 @@ mod memory;
 pub mod money;
 pub mod redis;
 mod rejection;
+mod reservation;
 mod scope;
 mod shared;
 mod store;
@@ -69,12 +70,13 @@ mod window;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_shared;
 
-pub use engine::{
-    Admission, AdmissionConfig, AdmitRequest, Estimate, Reservation, SettleError, Settlement,
-};
+pub use engine::{Admission, AdmissionConfig, AdmitRequest, Estimate};
 pub use memory::{DEFAULT_RATE_WINDOW_MS, InMemoryCounterStore};
 pub use rejection::{RejectReason, Rejection, rate_limit_headers};
+pub use reservation::{Reservation, SettleError, Settlement};
 pub use scope::{Limits, ScopeKey, ScopeKind};
 pub use shared::{SharedCounters, Unbatched};
 pub use store::{

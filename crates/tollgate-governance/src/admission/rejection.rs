@@ -38,6 +38,9 @@ pub enum RejectReason {
     },
     /// The same (request id, attempt) was admitted already and is in flight (a caller bug).
     DuplicateAttempt,
+    /// The shared counter store (Redis) could not answer the reservation: nothing reserved,
+    /// the request not admitted.
+    StoreUnavailable,
 }
 
 /// A refused admission. `Display` gives the message; nothing in it is a raw key (scopes are
@@ -74,7 +77,28 @@ fn reset_text(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Seconds a client is told to wait (`retry-after`) when the counter store is unavailable.
+pub const UNAVAILABLE_RETRY_AFTER_S: u64 = 1;
+
 impl Rejection {
+    /// The refusal of a request whose budgets and limits could not be checked because the
+    /// shared counter store (Redis) did not answer: 503 `service_unavailable`, `retry-after:
+    /// 1`. Budgets are never skipped silently, so the request is neither reserved nor sent.
+    pub fn unavailable() -> Self {
+        Rejection {
+            status: 503,
+            error_type: "service_unavailable",
+            message: "The budget and rate-limit store is unavailable: the request was not admitted. Retry later.".to_owned(),
+            scope: None,
+            reason: RejectReason::StoreUnavailable,
+            retry_after_s: Some(UNAVAILABLE_RETRY_AFTER_S),
+            headers: vec![(
+                "retry-after".to_owned(),
+                UNAVAILABLE_RETRY_AFTER_S.to_string(),
+            )],
+        }
+    }
+
     /// Builds the rejection for a store [`Denial`]. `scopes` are the request's scopes (a
     /// denial names one by index), `now_ms` the Unix time in ms (for `retry-after`),
     /// `budget_status` / `model_budget_status` the HTTP statuses of budget refusals.

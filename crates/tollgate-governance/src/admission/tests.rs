@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use super::*;
 use crate::duration::{BudgetDuration, Clock, ManualClock};
 use crate::pricing::{ModelPrice, Usage};
+use crate::test_support::Ready;
 
 fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-03-14T10:00:00Z")
@@ -94,12 +95,12 @@ fn every_scope_refuses_at_exactly_the_cap() {
         let (adm, _) = engine();
         let scope = ScopeKey::new(kind, "s1");
         let sr = || vec![ScopeRequest::new(scope.clone(), budget(10.0))];
-        adm.set_spend(&scope, 10.0 - 1e-9, None);
-        let r = adm.admit(req("a", sr(), est(0.0)));
+        adm.set_spend(&scope, 10.0 - 1e-9, None).ready().unwrap();
+        let r = adm.admit(req("a", sr(), est(0.0))).ready();
         assert!(r.is_ok(), "{kind:?} refused below the cap");
         drop(r);
-        adm.set_spend(&scope, 10.0, None);
-        let rej = adm.admit(req("b", sr(), est(0.0))).unwrap_err();
+        adm.set_spend(&scope, 10.0, None).ready().unwrap();
+        let rej = adm.admit(req("b", sr(), est(0.0))).ready().unwrap_err();
         assert_eq!(rej.error_type, "budget_exceeded", "{kind:?}");
         assert_eq!(
             rej.reason,
@@ -122,6 +123,7 @@ fn every_scope_refuses_at_exactly_the_cap() {
                 vec![ScopeRequest::new(zero, budget(0.0))],
                 est(0.0),
             ))
+            .ready()
             .unwrap_err();
         assert_eq!(
             rej.reason,
@@ -141,9 +143,12 @@ fn budget_message_and_configurable_status() {
         ..AdmissionConfig::default()
     };
     let adm = Admission::with_clock(Arc::new(InMemoryCounterStore::default()), clock, cfg);
-    adm.set_spend(&ScopeKey::key("hash-a"), 0.0612, None);
+    adm.set_spend(&ScopeKey::key("hash-a"), 0.0612, None)
+        .ready()
+        .unwrap();
     let rej = adm
         .admit(req("r", vec![key_scope(budget(0.06))], est(0.001)))
+        .ready()
         .unwrap_err();
     assert_eq!(rej.status, 429);
     assert_eq!(
@@ -153,8 +158,11 @@ fn budget_message_and_configurable_status() {
     assert_eq!(rej.to_string(), rej.message);
     assert!(rej.headers.is_empty() && rej.retry_after_s.is_none());
     let team = ScopeRequest::new(ScopeKey::new(ScopeKind::Team, "team-a"), budget(1.0));
-    adm.set_spend(&team.key, 1.5, None);
-    let rej = adm.admit(req("r2", vec![team], est(0.0))).unwrap_err();
+    adm.set_spend(&team.key, 1.5, None).ready().unwrap();
+    let rej = adm
+        .admit(req("r2", vec![team], est(0.0)))
+        .ready()
+        .unwrap_err();
     assert_eq!(
         rej.message,
         "Budget has been exceeded! Team=team-a Current cost: 1.5, Max budget: 1"
@@ -171,9 +179,12 @@ fn tier_budget_applies_to_key_without_own_budget() {
         ..Limits::default()
     };
     let eff = Limits::default().tighter(&tier);
-    adm.set_spend(&ScopeKey::key("hash-a"), 99.10, None);
+    adm.set_spend(&ScopeKey::key("hash-a"), 99.10, None)
+        .ready()
+        .unwrap();
     let rej = adm
         .admit(req("r", vec![key_scope(eff)], est(0.01)))
+        .ready()
         .unwrap_err();
     assert_eq!(
         rej.reason,
@@ -188,7 +199,7 @@ fn tier_budget_applies_to_key_without_own_budget() {
 fn all_or_nothing_across_scopes() {
     let (adm, _) = engine();
     let team = ScopeKey::new(ScopeKind::Team, "t");
-    adm.set_spend(&team, 5.0, None);
+    adm.set_spend(&team, 5.0, None).ready().unwrap();
     let scopes = vec![
         key_scope(Limits {
             max_budget: Some(100.0),
@@ -198,10 +209,14 @@ fn all_or_nothing_across_scopes() {
         }),
         ScopeRequest::new(team.clone(), budget(5.0)),
     ];
-    let rej = adm.admit(req("r", scopes, est(1.0))).unwrap_err();
+    let rej = adm.admit(req("r", scopes, est(1.0))).ready().unwrap_err();
     assert_eq!(rej.scope, Some(team));
     // the key scope got nothing reserved and no request counted
-    let k = adm.spend(&ScopeKey::key("hash-a")).unwrap();
+    let k = adm
+        .spend(&ScopeKey::key("hash-a"))
+        .ready()
+        .unwrap()
+        .unwrap();
     assert_eq!((k.spend, k.reserved, k.in_flight), (0.0, 0.0, 0));
     let ok = adm
         .admit(req(
@@ -212,6 +227,7 @@ fn all_or_nothing_across_scopes() {
             })],
             est(0.0),
         ))
+        .ready()
         .unwrap();
     assert_eq!(
         ok.rate_limits()[0].remaining_requests,
@@ -225,7 +241,7 @@ fn all_or_nothing_across_scopes() {
 fn budgets_are_checked_before_rate_limits() {
     let (adm, _) = engine();
     let team = ScopeKey::new(ScopeKind::Team, "t");
-    adm.set_spend(&team, 1.0, None);
+    adm.set_spend(&team, 1.0, None).ready().unwrap();
     let k = key_scope(Limits {
         max_parallel_requests: Some(0),
         ..Limits::default()
@@ -236,6 +252,7 @@ fn budgets_are_checked_before_rate_limits() {
             vec![k, ScopeRequest::new(team, budget(1.0))],
             est(0.0),
         ))
+        .ready()
         .unwrap_err();
     assert_eq!(rej.error_type, "budget_exceeded");
 }
@@ -246,8 +263,9 @@ fn settle_is_exactly_once_and_replaces_the_reservation() {
     let key = ScopeKey::key("hash-a");
     let mut r = adm
         .admit(req("r1", vec![key_scope(budget(1.0))], est(0.25)))
+        .ready()
         .unwrap();
-    let s = adm.spend(&key).unwrap();
+    let s = adm.spend(&key).ready().unwrap().unwrap();
     assert_eq!((s.spend, s.reserved, s.in_flight), (0.0, 0.25, 1));
     let done = r.settle(&Usage::new(1000, 500), 0.002).unwrap();
     assert_eq!(done.cost_usd, 0.002);
@@ -257,19 +275,21 @@ fn settle_is_exactly_once_and_replaces_the_reservation() {
         Err(SettleError::AlreadySettled)
     );
     drop(r);
-    let s = adm.spend(&key).unwrap();
+    let s = adm.spend(&key).ready().unwrap().unwrap();
     assert_eq!((s.spend, s.reserved, s.in_flight), (0.002, 0.0, 0));
     // the same (request id, attempt) cannot be admitted twice while in flight; another attempt can
     let _a = adm
         .admit(req("r2", vec![key_scope(budget(1.0))], est(0.0)))
+        .ready()
         .unwrap();
     let dup = adm
         .admit(req("r2", vec![key_scope(budget(1.0))], est(0.0)))
+        .ready()
         .unwrap_err();
     assert_eq!(dup.reason, RejectReason::DuplicateAttempt);
     let mut retry = req("r2", vec![key_scope(budget(1.0))], est(0.0));
     retry.attempt = 1;
-    assert!(adm.admit(retry).is_ok());
+    assert!(adm.admit(retry).ready().is_ok());
 }
 
 /// A client hang-up: the server settles the usage produced so far; a reservation dropped
@@ -285,9 +305,11 @@ fn partial_usage_and_drop_guard() {
     {
         let mut r = adm
             .admit(req("a", vec![key_scope(limits.clone())], est(0.5)))
+            .ready()
             .unwrap();
         let busy = adm
             .admit(req("b", vec![key_scope(limits.clone())], est(0.5)))
+            .ready()
             .unwrap_err();
         assert_eq!(busy.reason, RejectReason::Parallel { limit: 1 });
         assert_eq!(busy.status, 429);
@@ -297,14 +319,16 @@ fn partial_usage_and_drop_guard() {
     {
         let _r = adm
             .admit(req("c", vec![key_scope(limits.clone())], est(0.5)))
+            .ready()
             .unwrap();
         // dropped here: nothing charged
     }
     let r = adm
         .admit(req("d", vec![key_scope(limits)], est(0.5)))
+        .ready()
         .unwrap();
     assert!(r.release());
-    let s = adm.spend(&key).unwrap();
+    let s = adm.spend(&key).ready().unwrap().unwrap();
     assert_eq!((s.spend, s.reserved, s.in_flight), (0.0001, 0.0, 0));
 }
 
@@ -318,6 +342,7 @@ fn rpm_fixed_window_started_by_first_request() {
     };
     let a = adm
         .admit(req("a", vec![key_scope(limits.clone())], est(0.0)))
+        .ready()
         .unwrap();
     let h = a.rate_limit_headers();
     assert!(h.contains(&("x-ratelimit-api_key-limit-requests".into(), "2".into())));
@@ -325,12 +350,14 @@ fn rpm_fixed_window_started_by_first_request() {
     assert!(h.contains(&("x-ratelimit-remaining-requests".into(), "1".into())));
     let b = adm
         .admit(req("b", vec![key_scope(limits.clone())], est(0.0)))
+        .ready()
         .unwrap();
     assert_eq!(b.rate_limits()[0].remaining_requests, Some(0));
     drop((a, b)); // settling does not give requests back
     clock.advance_ms(20_000);
     let rej = adm
         .admit(req("c", vec![key_scope(limits.clone())], est(0.0)))
+        .ready()
         .unwrap_err();
     assert_eq!(rej.status, 429);
     assert_eq!(rej.error_type, "rate_limit_error");
@@ -347,6 +374,7 @@ fn rpm_fixed_window_started_by_first_request() {
     clock.advance_ms(40_000); // window [10:00:12.345, 10:01:12.345) is over
     let d = adm
         .admit(req("d", vec![key_scope(limits)], est(0.0)))
+        .ready()
         .unwrap();
     assert_eq!(d.rate_limits()[0].remaining_requests, Some(1));
     assert_eq!(d.rate_limits()[0].window_reset_ms, clock.now_ms() + 60_000);
@@ -367,11 +395,13 @@ fn tpm_counts_actual_tokens() {
     };
     let mut a = adm
         .admit(req("a", vec![key_scope(limits.clone())], e))
+        .ready()
         .unwrap();
     assert_eq!(a.rate_limits()[0].remaining_tokens, Some(0)); // 30 − (8 + 4096), floored at 0
     a.settle(&Usage::new(100, 50), 0.0).unwrap();
     let rej = adm
         .admit(req("b", vec![key_scope(limits.clone())], e))
+        .ready()
         .unwrap_err();
     assert_eq!(
         rej.reason,
@@ -389,7 +419,11 @@ fn tpm_counts_actual_tokens() {
             .contains("Limit type: tokens. Current limit: 30")
     );
     clock.advance_ms(60_000);
-    assert!(adm.admit(req("c", vec![key_scope(limits)], e)).is_ok());
+    assert!(
+        adm.admit(req("c", vec![key_scope(limits)], e))
+            .ready()
+            .is_ok()
+    );
 
     // a prompt that alone exceeds the remaining tokens is refused
     let big = Limits {
@@ -407,6 +441,7 @@ fn tpm_counts_actual_tokens() {
                 cost_usd: 0.0,
             },
         ))
+        .ready()
         .unwrap();
     assert_eq!(first.rate_limits()[0].remaining_tokens, Some(800));
     first.settle(&Usage::new(100, 300), 0.0).unwrap(); // 400 used
@@ -420,6 +455,7 @@ fn tpm_counts_actual_tokens() {
                 cost_usd: 0.0,
             },
         ))
+        .ready()
         .unwrap();
     assert_eq!(ok.rate_limits()[0].remaining_tokens, Some(0));
     drop(ok); // released: 400 used again
@@ -433,6 +469,7 @@ fn tpm_counts_actual_tokens() {
                 cost_usd: 0.0,
             },
         ))
+        .ready()
         .unwrap_err();
     assert_eq!(
         rej.reason,
@@ -470,6 +507,7 @@ fn per_model_headers_and_legacy_minimum() {
                 cost_usd: 0.0,
             },
         ))
+        .ready()
         .unwrap();
     let h = r.rate_limit_headers();
     let get = |n: &str| h.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
@@ -501,19 +539,24 @@ fn budget_window_resets_inherited_schedule() {
     let eff = Limits::default().tighter(&tier);
     let mut r = adm
         .admit(req("a", vec![key_scope(eff.clone())], est(1.0)))
+        .ready()
         .unwrap();
     r.settle(&Usage::new(1, 1), 5.0).unwrap();
-    let s = adm.spend(&key).unwrap();
+    let s = adm.spend(&key).ready().unwrap().unwrap();
     assert_eq!(s.spend, 5.0);
     assert_eq!(s.budget_reset_at, Some(t0() + chrono::Duration::minutes(1)));
     assert!(
         adm.admit(req("b", vec![key_scope(eff.clone())], est(1.0)))
+            .ready()
             .is_err()
     );
     clock.advance_ms(60_000);
-    let r = adm.admit(req("c", vec![key_scope(eff)], est(1.0))).unwrap();
+    let r = adm
+        .admit(req("c", vec![key_scope(eff)], est(1.0)))
+        .ready()
+        .unwrap();
     drop(r);
-    let s = adm.spend(&key).unwrap();
+    let s = adm.spend(&key).ready().unwrap().unwrap();
     assert_eq!(s.spend, 0.0);
     assert_eq!(s.budget_reset_at, Some(t0() + chrono::Duration::minutes(2)));
 }
@@ -528,17 +571,21 @@ fn manual_reset_unblocks_next_request() {
         budget_duration: Some(BudgetDuration::Days(1)),
         ..Limits::default()
     };
-    adm.set_spend(&key, 51.0, None);
+    adm.set_spend(&key, 51.0, None).ready().unwrap();
     assert!(
         adm.admit(req("a", vec![key_scope(limits.clone())], est(0.0)))
+            .ready()
             .is_err()
     );
-    adm.reset_spend(&key, Some(BudgetDuration::Days(1)));
+    adm.reset_spend(&key, Some(BudgetDuration::Days(1)))
+        .ready()
+        .unwrap();
     assert!(
         adm.admit(req("b", vec![key_scope(limits)], est(0.0)))
+            .ready()
             .is_ok()
     );
-    let s = adm.spend(&key).unwrap();
+    let s = adm.spend(&key).ready().unwrap().unwrap();
     assert_eq!(s.spend, 0.0);
     assert_eq!(
         s.budget_reset_at,
@@ -564,10 +611,11 @@ fn drain_dirty_reports_absolute_spend_and_additions_once() {
     for (i, c) in [0.5, 0.25].into_iter().enumerate() {
         let mut r = adm
             .admit(req(&format!("r{i}"), scopes(), est(1.0)))
+            .ready()
             .unwrap();
         r.settle(&Usage::new(1, 1), c).unwrap();
     }
-    let mut d = adm.drain_dirty();
+    let mut d = adm.drain_dirty().ready().unwrap();
     d.sort_by(|a, b| a.scope.cmp(&b.scope));
     assert_eq!(d.len(), 2);
     assert_eq!(
@@ -578,10 +626,10 @@ fn drain_dirty_reports_absolute_spend_and_additions_once() {
         (d[1].scope.kind, d[1].spend, d[1].added),
         (ScopeKind::Key, 0.75, 0.75)
     );
-    assert!(adm.drain_dirty().is_empty());
-    adm.reset_spend(&key, None);
+    assert!(adm.drain_dirty().ready().unwrap().is_empty());
+    adm.reset_spend(&key, None).ready().unwrap();
     clock.advance_ms(1);
-    let d = adm.drain_dirty();
+    let d = adm.drain_dirty().ready().unwrap();
     assert_eq!(d.len(), 1);
     assert_eq!(
         (d[0].spend, d[0].added, d[0].was_reset, d[0].budget_reset_at),
@@ -610,7 +658,7 @@ fn no_raw_key_in_rejections_or_debug() {
             .with_display(format!("my-key ({masked})")),
         ]
     };
-    let rej = adm.admit(req("a", scope(), est(0.0))).unwrap_err();
+    let rej = adm.admit(req("a", scope(), est(0.0))).ready().unwrap_err();
     let text = format!("{rej} {rej:?} {:?}", rej.headers);
     assert!(!text.contains("CANARY2"), "{text}");
     assert!(text.contains("sk-...ARY2"));
@@ -621,7 +669,7 @@ fn no_raw_key_in_rejections_or_debug() {
             ..Limits::default()
         },
     )];
-    let rej = adm.admit(req("b", rpm, est(0.0))).unwrap_err();
+    let rej = adm.admit(req("b", rpm, est(0.0))).ready().unwrap_err();
     let text = format!("{rej} {rej:?}");
     assert!(!text.contains("CANARY2") && text.contains(&hash));
     let ok = adm
@@ -630,6 +678,7 @@ fn no_raw_key_in_rejections_or_debug() {
             vec![ScopeRequest::new(ScopeKey::key(&hash), Limits::default())],
             est(0.0),
         ))
+        .ready()
         .unwrap();
     assert!(!format!("{ok:?}").contains("CANARY2"));
 }
@@ -647,11 +696,13 @@ fn concurrent_admissions_never_exceed_the_budget_while_in_flight() {
             let (adm, barrier, all_tried) = (adm.clone(), barrier.clone(), all_tried.clone());
             std::thread::spawn(move || {
                 barrier.wait();
-                let r = adm.admit(req(
-                    &format!("r{i}"),
-                    vec![key_scope(budget(0.45))],
-                    est(0.045),
-                ));
+                let r = adm
+                    .admit(req(
+                        &format!("r{i}"),
+                        vec![key_scope(budget(0.45))],
+                        est(0.045),
+                    ))
+                    .ready();
                 all_tried.wait();
                 r.map(|mut r| r.settle(&Usage::new(1, 1), 0.045).unwrap())
                     .is_ok()
@@ -664,7 +715,14 @@ fn concurrent_admissions_never_exceed_the_budget_while_in_flight() {
         .filter(|ok| *ok)
         .count();
     assert_eq!(admitted, 10);
-    assert_eq!(adm.spend(&ScopeKey::key("hash-a")).unwrap().spend, 0.45);
+    assert_eq!(
+        adm.spend(&ScopeKey::key("hash-a"))
+            .ready()
+            .unwrap()
+            .unwrap()
+            .spend,
+        0.45
+    );
 }
 
 /// The overshoot bound with settlement racing admissions: 50 threads × up to 20 requests each, two keys sharing
@@ -694,7 +752,10 @@ fn concurrent_spend_stays_within_the_documented_bound() {
                         ScopeRequest::new(ScopeKey::key(key), budget(key_cap)),
                         ScopeRequest::new(team.clone(), budget(team_cap)),
                     ];
-                    if let Ok(mut r) = adm.admit(req(&format!("{t}-{i}"), scopes, est(estimate))) {
+                    if let Ok(mut r) = adm
+                        .admit(req(&format!("{t}-{i}"), scopes, est(estimate)))
+                        .ready()
+                    {
                         admitted += 1;
                         std::thread::yield_now();
                         let actual = estimate * (0.5 + ((t * 20 + i) % 6) as f64 / 10.0);
@@ -706,7 +767,7 @@ fn concurrent_spend_stays_within_the_documented_bound() {
         })
         .collect();
     let admitted: u32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
-    let team_spend = adm.spend(&team).unwrap();
+    let team_spend = adm.spend(&team).ready().unwrap().unwrap();
     assert!(
         team_spend.spend < team_cap + estimate,
         "team spend {} over bound",
@@ -719,7 +780,7 @@ fn concurrent_spend_stays_within_the_documented_bound() {
     );
     assert_eq!((team_spend.reserved, team_spend.in_flight), (0.0, 0));
     for k in ["key-even", "key-odd"] {
-        let s = adm.spend(&ScopeKey::key(k)).unwrap();
+        let s = adm.spend(&ScopeKey::key(k)).ready().unwrap().unwrap();
         assert!(s.spend < key_cap + estimate, "{k} spend {}", s.spend);
     }
     // at ≥ 0.5 × estimate per request, the team cap admits at most 2 × cap / estimate requests
@@ -734,9 +795,9 @@ fn a_refusal_caused_by_requests_in_flight_says_so() {
     let (adm, _clock) = engine();
     let scope = ScopeKey::new(ScopeKind::Team, "t");
     let sr = || vec![ScopeRequest::new(scope.clone(), budget(10.0))];
-    adm.set_spend(&scope, 6.0, None);
-    let held = adm.admit(req("a", sr(), est(5.0))).unwrap();
-    let rej = adm.admit(req("b", sr(), est(0.5))).unwrap_err();
+    adm.set_spend(&scope, 6.0, None).ready().unwrap();
+    let held = adm.admit(req("a", sr(), est(5.0))).ready().unwrap();
+    let rej = adm.admit(req("b", sr(), est(0.5))).ready().unwrap_err();
     assert_eq!(
         rej.message,
         "Budget has been exceeded! Team=t Current cost: 6 (+ 5 reserved by requests in flight), Max budget: 10"
@@ -749,5 +810,5 @@ fn a_refusal_caused_by_requests_in_flight_says_so() {
         }
     );
     drop(held);
-    assert!(adm.admit(req("c", sr(), est(0.5))).is_ok());
+    assert!(adm.admit(req("c", sr(), est(0.5))).ready().is_ok());
 }

@@ -74,6 +74,7 @@ mod tests {
     };
     use crate::duration::ManualClock;
     use crate::pricing::Usage;
+    use crate::test_support::Ready;
     use std::sync::Arc;
 
     fn t(s: &str) -> DateTime<Utc> {
@@ -111,16 +112,18 @@ mod tests {
                 ..Limits::default()
             },
         );
-        let r = a.admit(AdmitRequest {
-            request_id: id.into(),
-            attempt: 0,
-            scopes: vec![scope],
-            estimate: Estimate {
-                prompt_tokens: 1,
-                output_tokens: 0,
-                cost_usd: usd,
-            },
-        });
+        let r = a
+            .admit(AdmitRequest {
+                request_id: id.into(),
+                attempt: 0,
+                scopes: vec![scope],
+                estimate: Estimate {
+                    prompt_tokens: 1,
+                    output_tokens: 0,
+                    cost_usd: usd,
+                },
+            })
+            .ready();
         match r {
             Ok(mut res) => {
                 res.settle(&Usage::new(1, 0), usd).unwrap();
@@ -145,26 +148,26 @@ mod tests {
         let d30 = Some(BudgetDuration::Days(30));
         assert!(admit(&a, "r0", 1.0, None, 0.6));
         let scope = ScopeKey::key("h");
-        assert_eq!(a.spend(&scope).unwrap().spend, 0.6);
+        assert_eq!(a.spend(&scope).ready().unwrap().unwrap().spend, 0.6);
         let plan = WindowPlan::for_update(None, d30, now).unwrap();
-        a.arm_window(&scope, &plan);
-        let s = a.spend(&scope).unwrap();
+        a.arm_window(&scope, &plan).ready().unwrap();
+        let s = a.spend(&scope).ready().unwrap().unwrap();
         assert_eq!((s.spend, s.budget_reset_at), (0.0, Some(plan.reset_at)));
         assert!(admit(&a, "r1", 1.0, d30, 0.6));
         assert!(admit(&a, "r2", 1.0, d30, 0.6));
         assert!(!admit(&a, "r3", 1.0, d30, 0.6));
-        assert_eq!(a.spend(&scope).unwrap().spend, 1.2);
+        assert_eq!(a.spend(&scope).ready().unwrap().unwrap().spend, 1.2);
         // the same update again plans nothing; a new duration keeps the spend
         assert_eq!(WindowPlan::for_update(d30, d30, now), None);
         let moved = WindowPlan::for_update(d30, Some(BudgetDuration::Hours(1)), now).unwrap();
-        a.arm_window(&scope, &moved);
-        let s = a.spend(&scope).unwrap();
+        a.arm_window(&scope, &moved).ready().unwrap();
+        let s = a.spend(&scope).ready().unwrap().unwrap();
         assert_eq!(
             (s.spend, s.budget_reset_at),
             (1.2, Some(t("2026-03-14T11:00:00Z")))
         );
         // the write-behind sees the window: absolute spend and the new reset time
-        let dirty = a.drain_dirty();
+        let dirty = a.drain_dirty().ready().unwrap();
         let snap = dirty.iter().find(|d| d.scope == scope).unwrap();
         assert_eq!(snap.budget_reset_at, Some(t("2026-03-14T11:00:00Z")));
         assert_eq!(snap.spend, 1.2);

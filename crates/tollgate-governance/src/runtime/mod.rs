@@ -37,8 +37,8 @@ pub use scopes::{
 };
 
 use crate::admission::{
-    Admission, AdmissionConfig, AdmitRequest, InMemoryCounterStore, Limits, RateLimitStatus,
-    Rejection, Reservation, ScopeKey, ScopeRequest, Settlement,
+    Admission, AdmissionConfig, AdmitRequest, CounterStoreError, InMemoryCounterStore, Limits,
+    RateLimitStatus, Rejection, Reservation, ScopeKey, ScopeRequest, Settlement, SharedCounters,
 };
 use crate::pricing::{ModelPrice, PriceOverrides, PriceTable, Usage, cost};
 use crate::store::{GovernanceStore, SpendLogQueue, SpendLogRow, StoreError, WriteBehind};
@@ -135,8 +135,8 @@ impl std::fmt::Debug for Governance {
 }
 
 impl Governance {
-    /// Migrates the store, loads every entity into the cache and seeds the spend counters
-    /// from the stored `spend` / `budget_reset_at` columns.
+    /// Migrates the store, loads every entity into the cache and seeds the in-process spend
+    /// counters from the stored `spend` / `budget_reset_at` columns.
     ///
     /// Errors: the store's ([`StoreError`]).
     pub async fn open(
@@ -144,15 +144,33 @@ impl Governance {
         prices: PriceTable,
         options: GovernanceOptions,
     ) -> Result<Self, StoreError> {
+        Self::open_on(store, prices, options, None).await
+    }
+
+    /// [`Self::open`] with the spend counters in `shared` when given (a fleet's Redis),
+    /// in-process otherwise. Shared counters are seeded only where the shared store does not
+    /// hold a scope yet ([`Admission::seed`]): what the fleet counted stays.
+    ///
+    /// Errors: the store's ([`StoreError`]), [`StoreError::Counters`] when the shared
+    /// counters cannot be seeded.
+    pub async fn open_on(
+        store: Arc<dyn GovernanceStore>,
+        prices: PriceTable,
+        options: GovernanceOptions,
+        shared: Option<Arc<dyn SharedCounters>>,
+    ) -> Result<Self, StoreError> {
         store.migrate().await?;
         let mut snapshot = store.load().await?;
         let windows = std::mem::take(&mut snapshot.model_budget_windows);
-        let admission = Admission::new(
-            Arc::new(InMemoryCounterStore::default()),
-            options.admission.clone(),
-        );
+        let admission = match shared {
+            Some(s) => Admission::shared(s, options.admission.clone()),
+            None => Admission::new(
+                Arc::new(InMemoryCounterStore::default()),
+                options.admission.clone(),
+            ),
+        };
         let entities = Entities::from_snapshot(snapshot);
-        seed::seed_spend(&admission, &entities, &options.end_user_default);
+        seed::seed_spend(&admission, &entities, &options.end_user_default).await?;
         seed::seed_model_spend(store.as_ref(), &admission, &entities, &windows).await?;
         // The whole proxy's spend lives only in the spend logs: its window's sum.
         let now = admission.now();
@@ -160,11 +178,14 @@ impl Governance {
         let global = store
             .spend_since(window.map(|d| d.window_start(now)))
             .await?;
-        admission.set_spend(
-            &ScopeKey::global(),
-            global,
-            window.map(|d| d.next_reset(now)),
-        );
+        admission
+            .seed(
+                &ScopeKey::global(),
+                global,
+                window.map(|d| d.next_reset(now)),
+                window,
+            )
+            .await?;
         Ok(Self {
             store,
             admission,
@@ -313,15 +334,15 @@ impl Governance {
 
     /// Admits one attempt (see [`Admission::admit`]) and starts its spend-log row.
     ///
-    /// Errors: the [`Rejection`] to send (422 budget, 429 limits).
-    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
-    pub fn admit(
+    /// Errors: the [`Rejection`] to send (422 budget, 429 limits, 503 when shared counters
+    /// cannot answer).
+    pub async fn admit(
         &self,
         req: AdmitRequest,
         price: Option<ModelPrice>,
         log: SpendLogRow,
     ) -> Result<Charge, Rejection> {
-        let reservation = self.admission.admit(req)?;
+        let reservation = self.admission.admit(req).await?;
         Ok(Charge {
             reservation,
             price,
@@ -337,11 +358,13 @@ impl Governance {
     }
 
     /// [`Self::settle`], also returning the remaining-limit values (for `x-ratelimit-*`
-    /// headers, [`crate::admission::rate_limit_headers`]) with remaining tokens read from the
-    /// counters after settlement: the window's settled tokens plus what requests in flight
-    /// reserve (a 150-token answer in a 30-token window leaves 0 remaining; a 9-token
-    /// answer in a 100-token window leaves 91, not the admission's view with its worst-case
-    /// reservation).
+    /// headers, [`crate::admission::rate_limit_headers`]) counting the tokens actually used.
+    /// In-process, remaining tokens are read from the counters after settlement: the window's
+    /// settled tokens plus what requests in flight reserve (a 150-token answer in a 30-token
+    /// window leaves 0 remaining; a 9-token answer in a 100-token window leaves 91, not the
+    /// admission's view with its worst-case reservation). With shared counters nothing is
+    /// read (no round trip after the call): the admission's view with this request's
+    /// reservation replaced by its actual tokens ([`Reservation::rate_limits_after`]).
     pub fn settle_reporting(
         &self,
         charge: Charge,
@@ -354,15 +377,20 @@ impl Governance {
         } = charge;
         let usage = outcome.usage.unwrap_or_default();
         let cost_usd = price.as_ref().map_or(0.0, |p| cost(&usage, p));
-        let mut rates = reservation.rate_limits().to_vec();
         let settlement = reservation.settle(&usage, cost_usd).ok()?;
-        for r in &mut rates {
-            if let (Some(rem), Some(limit)) = (r.remaining_tokens.as_mut(), r.limit_tokens)
-                && let Some(now) = self.admission.spend(&r.scope)
-            {
-                *rem = limit.saturating_sub(now.window_tokens);
+        let rates = if self.admission.is_shared() {
+            reservation.rate_limits_after(usage.total_tokens())
+        } else {
+            let mut rates = reservation.rate_limits().to_vec();
+            for r in &mut rates {
+                if let (Some(rem), Some(limit)) = (r.remaining_tokens.as_mut(), r.limit_tokens)
+                    && let Some(now) = self.admission.local_spend(&r.scope)
+                {
+                    *rem = limit.saturating_sub(now.window_tokens);
+                }
             }
-        }
+            rates
+        };
         log.spend = settlement.cost_usd;
         log.prompt_tokens = i64::try_from(usage.prompt_tokens).unwrap_or(i64::MAX);
         log.completion_tokens = i64::try_from(usage.completion_tokens).unwrap_or(i64::MAX);
@@ -383,9 +411,21 @@ impl Governance {
         Some((settlement, rates))
     }
 
-    /// Current spend of a scope in its window, USD (0 when never used).
-    pub fn spend_of(&self, scope: &ScopeKey) -> f64 {
-        self.admission.spend(scope).map_or(0.0, |s| s.spend)
+    /// Current spend of a scope in its window, USD (0 when never used). With shared counters
+    /// one round trip: management reads only.
+    ///
+    /// Errors: [`CounterStoreError`] when shared counters cannot answer.
+    pub async fn spend_of(&self, scope: &ScopeKey) -> Result<f64, CounterStoreError> {
+        Ok(self.admission.spend(scope).await?.map_or(0.0, |s| s.spend))
+    }
+
+    /// Current spend of a scope, USD, when it is known without I/O: in-process counters
+    /// (0 when never used); `None` with shared counters. For a request's path.
+    pub fn local_spend_of(&self, scope: &ScopeKey) -> Option<f64> {
+        match self.admission.is_shared() {
+            true => None,
+            false => Some(self.admission.local_spend(scope).map_or(0.0, |s| s.spend)),
+        }
     }
 }
 

@@ -48,10 +48,16 @@ async fn a_write_on_one_replica_reaches_the_other_after_a_reload() {
 
     // spend lives in the counters: a reload leaves it
     b.admission()
-        .set_spend(&crate::admission::ScopeKey::key("k1"), 0.75, None);
+        .set_spend(&crate::admission::ScopeKey::key("k1"), 0.75, None)
+        .await
+        .unwrap();
     let r = b.reload_identities().await.unwrap();
     assert_eq!((r.changed, r.removed), (0, 0), "nothing changed");
-    assert!((b.spend_of(&crate::admission::ScopeKey::key("k1")) - 0.75).abs() < 1e-12);
+    let spend = b
+        .spend_of(&crate::admission::ScopeKey::key("k1"))
+        .await
+        .unwrap();
+    assert!((spend - 0.75).abs() < 1e-12);
 
     // blocked on A → refused on B
     let blocked = VerificationToken {

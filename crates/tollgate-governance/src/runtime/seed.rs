@@ -24,61 +24,82 @@ fn window(own: &Limits, tier: Option<&std::sync::Arc<BudgetTier>>) -> Option<Bud
 
 /// Seeds the admission counters from the stored spend of every entity, each with the window
 /// it is counted under (an end user's: its tier's, else the default end-user budget's).
-pub(super) fn seed_spend(admission: &Admission, e: &Entities, end_user_default: &EndUserDefault) {
+///
+/// Errors: [`StoreError::Counters`] when shared counters cannot answer.
+pub(super) async fn seed_spend(
+    admission: &Admission,
+    e: &Entities,
+    end_user_default: &EndUserDefault,
+) -> Result<(), StoreError> {
     for k in e.keys.values() {
         let d = window(&k.limits(), e.budget(k.budget_id.as_deref()));
-        admission.seed(&ScopeKey::key(&k.token), k.spend, k.budget_reset_at, d);
+        admission
+            .seed(&ScopeKey::key(&k.token), k.spend, k.budget_reset_at, d)
+            .await?;
     }
     for t in e.teams.values() {
-        admission.seed(
-            &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
-            t.spend,
-            t.budget_reset_at,
-            t.limits().budget_duration,
-        );
+        admission
+            .seed(
+                &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
+                t.spend,
+                t.budget_reset_at,
+                t.limits().budget_duration,
+            )
+            .await?;
     }
     for u in e.users.values() {
-        admission.seed(
-            &ScopeKey::new(ScopeKind::User, u.user_id.as_str()),
-            u.spend,
-            u.budget_reset_at,
-            u.limits().budget_duration,
-        );
+        admission
+            .seed(
+                &ScopeKey::new(ScopeKind::User, u.user_id.as_str()),
+                u.spend,
+                u.budget_reset_at,
+                u.limits().budget_duration,
+            )
+            .await?;
     }
     let none = Limits::default();
     for c in e.end_users.values().filter(|c| c.spend != 0.0) {
         let d = end_user_limits(e, Some(c), end_user_default).budget_duration;
-        admission.seed(
-            &ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str()),
-            c.spend,
-            None,
-            d,
-        );
+        admission
+            .seed(
+                &ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str()),
+                c.spend,
+                None,
+                d,
+            )
+            .await?;
     }
     for m in e.memberships.values().filter(|m| m.spend != 0.0) {
-        admission.seed(
-            &ScopeKey::team_member(&m.team_id, &m.user_id),
-            m.spend,
-            None,
-            window(&none, e.budget(m.budget_id.as_deref())),
-        );
+        admission
+            .seed(
+                &ScopeKey::team_member(&m.team_id, &m.user_id),
+                m.spend,
+                None,
+                window(&none, e.budget(m.budget_id.as_deref())),
+            )
+            .await?;
     }
     for o in e.organizations.values().filter(|o| o.spend != 0.0) {
-        admission.seed(
-            &ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str()),
-            o.spend,
-            None,
-            window(&none, e.budget(o.budget_id.as_deref())),
-        );
+        admission
+            .seed(
+                &ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str()),
+                o.spend,
+                None,
+                window(&none, e.budget(o.budget_id.as_deref())),
+            )
+            .await?;
     }
     for t in e.tags.values().filter(|t| t.spend != 0.0) {
-        admission.seed(
-            &ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str()),
-            t.spend,
-            None,
-            window(&none, e.budget(t.budget_id.as_deref())),
-        );
+        admission
+            .seed(
+                &ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str()),
+                t.spend,
+                None,
+                window(&none, e.budget(t.budget_id.as_deref())),
+            )
+            .await?;
     }
+    Ok(())
 }
 
 /// Seeds the spend of every per-model budget of every key (`model_per_key` scopes, one per
@@ -126,14 +147,18 @@ pub(super) async fn seed_model_spend(
                 (None, _) => {
                     let spend = stored(model);
                     if spend != 0.0 {
-                        admission.set_spend(&scope, spend, None);
+                        admission.seed(&scope, spend, None, None).await?;
                     }
                 }
                 (Some(d), Some(&end)) if end > now => {
-                    admission.seed(&scope, stored(model), Some(end), Some(d));
+                    admission
+                        .seed(&scope, stored(model), Some(end), Some(d))
+                        .await?;
                 }
                 (Some(d), Some(_)) => {
-                    admission.seed(&scope, 0.0, Some(d.next_reset(now)), Some(d));
+                    admission
+                        .seed(&scope, 0.0, Some(d.next_reset(now)), Some(d))
+                        .await?;
                 }
                 (Some(d), None) => legacy.push((model.as_str(), d, scope)),
             }
@@ -160,7 +185,9 @@ pub(super) async fn seed_model_spend(
                 .get(model)
                 .map(|v| v.iter().filter(|(t, _)| *t >= start).map(|(_, s)| s).sum())
                 .unwrap_or(0.0);
-            admission.seed(&scope, spend, Some(d.next_reset(now)), Some(d));
+            admission
+                .seed(&scope, spend, Some(d.next_reset(now)), Some(d))
+                .await?;
         }
     }
     Ok(())

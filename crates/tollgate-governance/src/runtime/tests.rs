@@ -52,7 +52,7 @@ async fn admit_settle_and_write_behind() {
     }])
     .await;
     // seeded from the stored spend
-    assert!((g.spend_of(&ScopeKey::key(&hash)) - 0.0005).abs() < 1e-12);
+    assert!((g.spend_of(&ScopeKey::key(&hash)).await.unwrap() - 0.0005).abs() < 1e-12);
 
     let p = g.principal(&hash).unwrap();
     let scopes = g
@@ -78,6 +78,7 @@ async fn admit_settle_and_write_behind() {
             price,
             log_row("r1", &hash),
         )
+        .await
         .unwrap();
     let s = g
         .settle(
@@ -110,7 +111,7 @@ async fn admit_settle_and_write_behind() {
     let stored = g.store().load().await.unwrap();
     assert!((stored.keys[0].spend - 0.0025).abs() < 1e-12);
     // a restart re-derives the whole proxy's spend from the spend logs (it has no column)
-    assert!((g.spend_of(&ScopeKey::global()) - 0.002).abs() < 1e-12);
+    assert!((g.spend_of(&ScopeKey::global()).await.unwrap() - 0.002).abs() < 1e-12);
     let again = Governance::open(
         Arc::clone(g.store()),
         PriceTable::new(),
@@ -118,11 +119,14 @@ async fn admit_settle_and_write_behind() {
     )
     .await
     .unwrap();
-    assert!((again.spend_of(&ScopeKey::global()) - 0.002).abs() < 1e-12);
-    assert!((again.spend_of(&ScopeKey::key(&hash)) - 0.0025).abs() < 1e-12);
+    assert!((again.spend_of(&ScopeKey::global()).await.unwrap() - 0.002).abs() < 1e-12);
+    assert!((again.spend_of(&ScopeKey::key(&hash)).await.unwrap() - 0.0025).abs() < 1e-12);
 
     // next request: 0.0025 + 0.0002 reserved < 0.003 admits; once spend reaches the cap, refused
-    g.admission().set_spend(&ScopeKey::key(&hash), 0.003, None);
+    g.admission()
+        .set_spend(&ScopeKey::key(&hash), 0.003, None)
+        .await
+        .unwrap();
     let scopes = g.scopes(Some(&p), RequestFacts::default()).unwrap();
     let rej = g
         .admit(
@@ -135,6 +139,7 @@ async fn admit_settle_and_write_behind() {
             None,
             log_row("r2", &hash),
         )
+        .await
         .unwrap_err();
     assert_eq!(rej.status, 422);
     assert_eq!(rej.error_type, "budget_exceeded");
@@ -210,11 +215,15 @@ async fn per_model_budgets_are_seeded_at_start() {
     let plain = g
         .admission()
         .spend(&ScopeKey::model_per_key(&hash, "plain"))
+        .await
+        .unwrap()
         .unwrap();
     assert_eq!((plain.spend, plain.budget_reset_at), (0.4, None));
     let win = g
         .admission()
         .spend(&ScopeKey::model_per_key(&hash, "win"))
+        .await
+        .unwrap()
         .unwrap();
     assert!((win.spend - 0.3).abs() < 1e-12, "{}", win.spend);
     assert_eq!(
@@ -282,12 +291,16 @@ async fn stored_window_ends_seed_per_model_budgets_without_the_logs() {
     let armed = g
         .admission()
         .spend(&ScopeKey::model_per_key(&hash, "armed"))
+        .await
+        .unwrap()
         .unwrap();
     assert_eq!((armed.spend, armed.budget_reset_at), (0.002, Some(end)));
     assert_eq!(armed.budget_duration, Some(BudgetDuration::Days(1)));
     let ended = g
         .admission()
         .spend(&ScopeKey::model_per_key(&hash, "ended"))
+        .await
+        .unwrap()
         .unwrap();
     assert_eq!(ended.spend, 0.0);
     assert!(ended.budget_reset_at.is_some_and(|at| at > now));

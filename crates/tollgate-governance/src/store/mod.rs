@@ -62,6 +62,10 @@ pub enum StoreError {
     /// A stored value could not be decoded (bad JSON, timestamp).
     #[error("cannot decode stored value: {0}")]
     Decode(String),
+    /// The shared spend counters (Redis) could not answer while the store needed them
+    /// (seeding them at start).
+    #[error("spend counters: {0}")]
+    Counters(#[from] crate::admission::CounterStoreError),
 }
 
 /// Everything the in-process cache needs, read once at start.

@@ -389,6 +389,7 @@ pub(super) async fn write_behind_case(s: Arc<dyn GovernanceStore>) {
                     cost_usd: 0.01,
                 },
             })
+            .await
             .unwrap();
         let done = r.settle(&Usage::new(1000, 500), c).unwrap();
         total += done.cost_usd;

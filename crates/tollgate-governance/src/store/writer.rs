@@ -1,7 +1,7 @@
 //! Write-behind of spend counters and spend-log rows.
 //!
 //! The request path only pushes to [`SpendLogQueue`] (a bounded in-memory queue, `std` mutex,
-//! no await) and updates in-process counters; [`WriteBehind::flush`] drains both into one
+//! no await) and updates the counters (in-process, or queued to the shared store); [`WriteBehind::flush`] drains both into one
 //! batch each, and [`WriteBehind::run`] flushes every interval and once more on shutdown.
 //! When the database is down, rows stay queued up to the queue's capacity and the oldest are
 //! dropped beyond it (counted in [`SpendLogQueue::dropped`]), so memory stays bounded;
@@ -137,11 +137,22 @@ impl WriteBehind {
     }
 
     /// Writes everything queued now. On a database error the unwritten spend counters and rows
-    /// are kept for the next flush and the error is returned.
+    /// are kept for the next flush and the error is returned. With shared counters the
+    /// changed scopes are drained from the shared store (each to one replica); when it cannot
+    /// answer, they stay dirty there and only the spend-log rows are written.
     pub async fn flush(&self) -> Result<FlushStats, StoreError> {
+        // Awaited before the pending map is locked: no lock is held across an await. Shared
+        // counters that cannot answer now keep their changes dirty for the next flush.
+        let dirty = match self.admission.drain_dirty().await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(error = %e, "spend counters not drained this time");
+                Vec::new()
+            }
+        };
         let updates: Vec<SpendSnapshot> = {
             let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            for s in self.admission.drain_dirty() {
+            for s in dirty {
                 match p.get_mut(&s.scope) {
                     Some(old) => {
                         let added = old.added + s.added;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use http::HeaderMap;
-use tollgate_governance::admission::{AdmitRequest, Estimate, Rejection};
+use tollgate_governance::admission::{AdmitRequest, Estimate, Rejection, ScopeKind};
 use tollgate_governance::runtime::{Charge, Principal, RequestFacts, needs_token_count};
 use tollgate_providers::Deployment;
 use tollgate_router::ModelGroup;
@@ -31,6 +31,10 @@ pub struct Governed<'a> {
     /// Whether the gateway requires a key (the master key's calls are then logged under
     /// [`spend_row::MASTER_KEY_ALIAS`]).
     requires_key: bool,
+    /// The key's settled spend, USD, when the last admission reported it (shared counters:
+    /// `x-litellm-key-spend` of a stream, whose headers leave before settlement, without a
+    /// second round trip).
+    pub admitted_key_spend: Option<f64>,
 }
 
 /// The attempt being admitted.
@@ -81,15 +85,16 @@ impl<'a> Governed<'a> {
             max_output: facts::max_output_tokens(req, endpoint),
             started_at: chrono::Utc::now(),
             requires_key,
+            admitted_key_spend: None,
         }
     }
 
     /// Admits one attempt: access to its group (fallbacks), then every scope's budget and
     /// limits, atomically.
     ///
-    /// Errors: [`Refusal::Denied`] (403, or 400 for a blocked end user), [`Refusal::Rejected`].
-    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
-    pub fn admit(
+    /// Errors: [`Refusal::Denied`] (403, or 400 for a blocked end user), [`Refusal::Rejected`]
+    /// (also the 503 of shared counters that cannot answer).
+    pub async fn admit(
         &mut self,
         req: &ParsedRequest<'_>,
         endpoint: Endpoint,
@@ -144,17 +149,21 @@ impl<'a> Governed<'a> {
             endpoint,
             &a,
         );
-        gov.admit(
-            AdmitRequest {
-                request_id: Arc::from(a.call_id),
-                attempt: a.seq,
-                scopes,
-                estimate,
-            },
-            price,
-            log,
-        )
-        .map_err(Refusal::Rejected)
+        let charge = gov
+            .admit(
+                AdmitRequest {
+                    request_id: Arc::from(a.call_id),
+                    attempt: a.seq,
+                    scopes,
+                    estimate,
+                },
+                price,
+                log,
+            )
+            .await
+            .map_err(Refusal::Rejected)?;
+        self.admitted_key_spend = charge.reservation.spend_at_admission(ScopeKind::Key);
+        Ok(charge)
     }
 }
 

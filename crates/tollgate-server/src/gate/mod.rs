@@ -11,6 +11,7 @@ pub mod admin;
 pub mod admit;
 pub mod facts;
 pub mod models;
+pub mod shared;
 pub mod sink;
 pub mod spend_headers;
 pub mod spend_row;
@@ -44,6 +45,12 @@ pub enum GateError {
     /// The database failed (opening, migrating, loading).
     #[error(transparent)]
     Store(#[from] tollgate_governance::store::StoreError),
+    /// The Redis keys of the config cannot be used (an invalid port or node list...).
+    #[error(transparent)]
+    RedisConfig(#[from] tollgate_config::RedisConfigError),
+    /// The Redis the config names for the shared counters cannot be used.
+    #[error(transparent)]
+    SharedCounters(#[from] shared::SharedCountersError),
     /// The price map given by `LITELLM_MODEL_COST_MAP_URL` could not be read.
     #[error("price map {source_name}: {message}")]
     Prices {
@@ -75,6 +82,9 @@ pub struct Gate {
     stored_pricing: ArcSwap<HashMap<String, DeploymentPricing>>,
     /// `general_settings.user_header_name`: a header naming the end user ([`facts::end_user`]).
     pub end_user_header: Option<http::HeaderName>,
+    /// Where the budget and limit counters live, for the start-up log: `in-process`, or the
+    /// Redis target with its password masked ([`shared::describe`]) and key prefix.
+    pub counters: String,
 }
 
 impl std::fmt::Debug for Gate {
@@ -88,9 +98,11 @@ impl Gate {
     /// built-in table, then the LiteLLM-format map named by env `LITELLM_MODEL_COST_MAP_URL`
     /// (a file path, `file://` or `http(s)://` URL; it may also be set in the config's
     /// `environment_variables`), then each deployment's `*_cost_per_token` overrides
-    /// (`litellm_params` over `model_info`).
+    /// (`litellm_params` over `model_info`). When the config names a Redis (LiteLLM's keys,
+    /// [`tollgate_config::redis_settings`]), the counters live there, shared by every replica
+    /// ([`shared::shared_counters`]); else in this process.
     ///
-    /// Errors: [`GateError`].
+    /// Errors: [`GateError`] (also a Redis that cannot be reached at start).
     pub async fn open(
         config: &Config,
         choice: &StoreChoice,
@@ -101,8 +113,20 @@ impl Gate {
             prices.merge(load_price_map(&src).await?);
         }
         let end_user_header = end_user_header(config)?;
+        let redis = tollgate_config::redis_settings(config, env)?;
+        let (shared, counters) = match &redis {
+            Some(r) => (
+                Some(shared::shared_counters(r).await?),
+                format!(
+                    "redis {} (key prefix {})",
+                    shared::describe(r),
+                    r.key_prefix
+                ),
+            ),
+            None => (None, "in-process".to_owned()),
+        };
         let store = choice.open(&storage::pool_settings(config)).await?;
-        let gov = Arc::new(Governance::open(store, prices, options(config)).await?);
+        let gov = Arc::new(Governance::open_on(store, prices, options(config), shared).await?);
         if let Some(id) = &gov.options().end_user_default.budget_id
             && !gov.cache().read().budgets.contains_key(id)
         {
@@ -119,6 +143,7 @@ impl Gate {
             pricing,
             stored_pricing: ArcSwap::default(),
             end_user_header,
+            counters,
         })
     }
 

@@ -11,7 +11,8 @@ use crate::errors::GatewayError;
 use crate::relay::Settled;
 
 /// Adds `x-litellm-response-cost` (the settlement's cost; `0` on an error without one),
-/// `x-litellm-key-spend` (after this call), `x-litellm-key-max-budget`,
+/// `x-litellm-key-spend` (after this call; with shared counters, as of admission when the call
+/// is not settled yet, and left out when unknown), `x-litellm-key-max-budget`,
 /// `x-litellm-key-tpm-limit` / `-rpm-limit` and the rate-limit headers: as settled (actual
 /// tokens) for unary answers, as admitted (`rate`) for streams. An error keeps a header it
 /// already has (a rejection's own `x-ratelimit-*`).
@@ -35,10 +36,15 @@ pub fn spend_headers(
         )),
         None => {}
     }
-    let key_spend = settled.and_then(|s| s.key_spend).or_else(|| {
-        g.principal
-            .map(|p| g.gate.gov.spend_of(&ScopeKey::key(&p.key.token)))
-    });
+    // Never a read of shared counters here: the settlement's spend after, else the spend the
+    // admission reported, else the in-process counter; unknown → no header.
+    let key_spend = settled
+        .and_then(|s| s.key_spend)
+        .or(g.admitted_key_spend)
+        .or_else(|| {
+            g.principal
+                .and_then(|p| g.gate.gov.local_spend_of(&ScopeKey::key(&p.key.token)))
+        });
     if let Some(k) = key_spend {
         out.push((
             HeaderName::from_static("x-litellm-key-spend"),

@@ -83,7 +83,7 @@ pub async fn run(
         ids.model_id.clone_from(&dep.id_header);
         ids.model_group.clone_from(&attempt.group.name_header);
         // admitted: this attempt's reservation (a fallback group is checked for access too)
-        let charge = match admit(r, governed.as_mut(), &attempt, seq) {
+        let charge = match admit(r, governed.as_mut(), &attempt, seq).await {
             Ok(c) => c,
             Err(e) if seq == 0 => {
                 // refused before any upstream call: still LiteLLM's spend headers
@@ -135,8 +135,7 @@ pub async fn run(
 /// Admits `attempt` when governance runs (`governed`); `Ok(None)` when it does not.
 ///
 /// Errors: the refusal as the client's error (403, 400, 422 / 429).
-#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
-fn admit(
+async fn admit(
     r: &Routed<'_>,
     governed: Option<&mut Governed<'_>>,
     attempt: &Attempt<'_>,
@@ -154,7 +153,7 @@ fn admit(
         call_id: r.call_id,
         seq,
     };
-    match g.admit(&r.inbound.req, r.endpoint, info) {
+    match g.admit(&r.inbound.req, r.endpoint, info).await {
         Ok(c) => Ok(Some(c)),
         Err(Refusal::Denied(e)) => Err(e),
         Err(Refusal::Rejected(rejection)) => Err(GatewayFailure::Rejected(rejection).into()),
