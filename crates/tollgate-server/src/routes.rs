@@ -325,8 +325,39 @@ async fn readiness(State(s): State<Arc<AppState>>) -> Response {
     } else {
         "Not connected"
     };
-    axum::Json(json!({"status": "healthy", "db": db, "litellm_version": crate::VERSION}))
-        .into_response()
+    let mut body = json!({"status": "healthy", "db": db, "litellm_version": crate::VERSION});
+    if let Some(b) = s.gate.as_ref().and_then(|g| g.batched.as_ref()) {
+        body["redis_counters"] = redis_counters(&b.round_trips().snapshot());
+    }
+    axum::Json(body).into_response()
+}
+
+/// The shared counters' Redis traffic since start (Tollgate's addition to LiteLLM's
+/// readiness answer): round trips before the upstream call (one reservation per admitted or
+/// refused attempt) and after it (settlement batches), and what the batcher did. Counts, no
+/// secrets.
+fn redis_counters(c: &tollgate_governance::admission::fleet::RoundTripCounts) -> serde_json::Value {
+    let per = |n: u64| {
+        if c.before_call == 0 {
+            0.0
+        } else {
+            n as f64 / c.before_call as f64
+        }
+    };
+    json!({
+        "round_trips_before_call": c.before_call,
+        "round_trips_after_call": c.after_call,
+        "after_call_per_reservation": per(c.after_call),
+        "settled_ops": c.settled_ops,
+        "batches": c.batches,
+        "dropped_ops": c.dropped,
+        "failed_ops": c.failed_ops,
+        "late_ops": c.late_ops,
+        "max_delivery_ms": c.max_delivery_ms,
+        "local_reservations": c.local_reserves,
+        "refused_reservations": c.refused,
+        "reseeds": c.reseeds,
+    })
 }
 
 async fn method_not_allowed(method: http::Method, uri: http::Uri) -> Response {

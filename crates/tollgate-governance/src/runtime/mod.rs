@@ -22,6 +22,7 @@ pub mod feed;
 pub mod feed_apply;
 pub mod feed_redis;
 pub mod principal;
+mod reseed;
 pub mod scopes;
 mod seed;
 
@@ -32,6 +33,7 @@ use chrono::{DateTime, Utc};
 pub use access::{AccessGroups, DeniedBy, list_allows};
 pub use cache::{Entities, IdentityCache, Replaced};
 pub use principal::{KeyError, Principal};
+pub use reseed::DatabaseSeeds;
 pub use scopes::{
     BlockedEndUser, EndUserDefault, RequestFacts, end_user_limits, needs_token_count,
 };
@@ -170,22 +172,15 @@ impl Governance {
             ),
         };
         let entities = Entities::from_snapshot(snapshot);
-        seed::seed_spend(&admission, &entities, &options.end_user_default).await?;
-        seed::seed_model_spend(store.as_ref(), &admission, &entities, &windows).await?;
-        // The whole proxy's spend lives only in the spend logs: its window's sum.
-        let now = admission.now();
-        let window = options.global.budget_duration;
-        let global = store
-            .spend_since(window.map(|d| d.window_start(now)))
-            .await?;
-        admission
-            .seed(
-                &ScopeKey::global(),
-                global,
-                window.map(|d| d.next_reset(now)),
-                window,
-            )
-            .await?;
+        let seeds = seed::all_seeds(
+            store.as_ref(),
+            admission.now(),
+            &entities,
+            &windows,
+            &options,
+        )
+        .await?;
+        seed::apply(&admission, &seeds).await?;
         Ok(Self {
             store,
             admission,

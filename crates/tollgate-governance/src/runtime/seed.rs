@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use crate::admission::fleet::Seed;
 use crate::admission::{Admission, Limits, ScopeKey, ScopeKind};
 use crate::duration::BudgetDuration;
 use crate::store::{
@@ -22,87 +23,95 @@ fn window(own: &Limits, tier: Option<&std::sync::Arc<BudgetTier>>) -> Option<Bud
         .or_else(|| tier.and_then(|t| t.limits().budget_duration))
 }
 
-/// Seeds the admission counters from the stored spend of every entity, each with the window
-/// it is counted under (an end user's: its tier's, else the default end-user budget's).
+/// Writes `seeds` into the admission counters (with shared counters, only those the shared
+/// store does not hold yet).
 ///
 /// Errors: [`StoreError::Counters`] when shared counters cannot answer.
-pub(super) async fn seed_spend(
-    admission: &Admission,
-    e: &Entities,
-    end_user_default: &EndUserDefault,
-) -> Result<(), StoreError> {
-    for k in e.keys.values() {
-        let d = window(&k.limits(), e.budget(k.budget_id.as_deref()));
+pub(super) async fn apply(admission: &Admission, seeds: &[Seed]) -> Result<(), StoreError> {
+    for s in seeds {
         admission
-            .seed(&ScopeKey::key(&k.token), k.spend, k.budget_reset_at, d)
-            .await?;
-    }
-    for t in e.teams.values() {
-        admission
-            .seed(
-                &ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
-                t.spend,
-                t.budget_reset_at,
-                t.limits().budget_duration,
-            )
-            .await?;
-    }
-    for u in e.users.values() {
-        admission
-            .seed(
-                &ScopeKey::new(ScopeKind::User, u.user_id.as_str()),
-                u.spend,
-                u.budget_reset_at,
-                u.limits().budget_duration,
-            )
-            .await?;
-    }
-    let none = Limits::default();
-    for c in e.end_users.values().filter(|c| c.spend != 0.0) {
-        let d = end_user_limits(e, Some(c), end_user_default).budget_duration;
-        admission
-            .seed(
-                &ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str()),
-                c.spend,
-                None,
-                d,
-            )
-            .await?;
-    }
-    for m in e.memberships.values().filter(|m| m.spend != 0.0) {
-        admission
-            .seed(
-                &ScopeKey::team_member(&m.team_id, &m.user_id),
-                m.spend,
-                None,
-                window(&none, e.budget(m.budget_id.as_deref())),
-            )
-            .await?;
-    }
-    for o in e.organizations.values().filter(|o| o.spend != 0.0) {
-        admission
-            .seed(
-                &ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str()),
-                o.spend,
-                None,
-                window(&none, e.budget(o.budget_id.as_deref())),
-            )
-            .await?;
-    }
-    for t in e.tags.values().filter(|t| t.spend != 0.0) {
-        admission
-            .seed(
-                &ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str()),
-                t.spend,
-                None,
-                window(&none, e.budget(t.budget_id.as_deref())),
-            )
+            .seed(&s.scope, s.spend_usd, s.budget_reset_at, s.duration)
             .await?;
     }
     Ok(())
 }
 
-/// Seeds the spend of every per-model budget of every key (`model_per_key` scopes, one per
+fn seed(
+    scope: ScopeKey,
+    spend_usd: f64,
+    budget_reset_at: Option<chrono::DateTime<chrono::Utc>>,
+    duration: Option<BudgetDuration>,
+) -> Seed {
+    Seed {
+        scope,
+        spend_usd,
+        budget_reset_at,
+        duration,
+    }
+}
+
+/// The stored spend of every entity, each with the window it is counted under (an end
+/// user's: its tier's, else the default end-user budget's).
+pub(super) fn spend_seeds(e: &Entities, end_user_default: &EndUserDefault) -> Vec<Seed> {
+    let mut out = Vec::with_capacity(e.keys.len() + e.teams.len() + e.users.len());
+    for k in e.keys.values() {
+        let d = window(&k.limits(), e.budget(k.budget_id.as_deref()));
+        out.push(seed(ScopeKey::key(&k.token), k.spend, k.budget_reset_at, d));
+    }
+    for t in e.teams.values() {
+        out.push(seed(
+            ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
+            t.spend,
+            t.budget_reset_at,
+            t.limits().budget_duration,
+        ));
+    }
+    for u in e.users.values() {
+        out.push(seed(
+            ScopeKey::new(ScopeKind::User, u.user_id.as_str()),
+            u.spend,
+            u.budget_reset_at,
+            u.limits().budget_duration,
+        ));
+    }
+    let none = Limits::default();
+    for c in e.end_users.values().filter(|c| c.spend != 0.0) {
+        let d = end_user_limits(e, Some(c), end_user_default).budget_duration;
+        out.push(seed(
+            ScopeKey::new(ScopeKind::EndUser, c.user_id.as_str()),
+            c.spend,
+            None,
+            d,
+        ));
+    }
+    for m in e.memberships.values().filter(|m| m.spend != 0.0) {
+        out.push(seed(
+            ScopeKey::team_member(&m.team_id, &m.user_id),
+            m.spend,
+            None,
+            window(&none, e.budget(m.budget_id.as_deref())),
+        ));
+    }
+    for o in e.organizations.values().filter(|o| o.spend != 0.0) {
+        out.push(seed(
+            ScopeKey::new(ScopeKind::Organization, o.organization_id.as_str()),
+            o.spend,
+            None,
+            window(&none, e.budget(o.budget_id.as_deref())),
+        ));
+    }
+    for t in e.tags.values().filter(|t| t.spend != 0.0) {
+        out.push(seed(
+            ScopeKey::new(ScopeKind::Tag, t.tag_name.as_str()),
+            t.spend,
+            None,
+            window(&none, e.budget(t.budget_id.as_deref())),
+        ));
+    }
+    out
+}
+
+/// The spend of every per-model budget of every key (`model_per_key` scopes, one per
 /// `model_max_budget` entry, named by the entry):
 ///
 /// - an entry without a window (`{"gpt-4o": 1.0}`): the key's `model_spend` column, no reset;
@@ -116,13 +125,13 @@ pub(super) async fn seed_spend(
 ///   window.
 ///
 /// Errors: the store's, reading spend logs.
-pub(super) async fn seed_model_spend(
+pub(super) async fn model_spend_seeds(
     store: &dyn GovernanceStore,
-    admission: &Admission,
+    now: chrono::DateTime<chrono::Utc>,
     e: &Entities,
     windows: &[ModelBudgetWindow],
-) -> Result<(), StoreError> {
-    let now = admission.now();
+) -> Result<Vec<Seed>, StoreError> {
+    let mut out = Vec::new();
     let ends: HashMap<(&str, &str), chrono::DateTime<chrono::Utc>> = windows
         .iter()
         .filter_map(|w| Some(((w.token.as_str(), w.model.as_str()), w.budget_reset_at?)))
@@ -147,18 +156,14 @@ pub(super) async fn seed_model_spend(
                 (None, _) => {
                     let spend = stored(model);
                     if spend != 0.0 {
-                        admission.seed(&scope, spend, None, None).await?;
+                        out.push(seed(scope, spend, None, None));
                     }
                 }
                 (Some(d), Some(&end)) if end > now => {
-                    admission
-                        .seed(&scope, stored(model), Some(end), Some(d))
-                        .await?;
+                    out.push(seed(scope, stored(model), Some(end), Some(d)));
                 }
                 (Some(d), Some(_)) => {
-                    admission
-                        .seed(&scope, 0.0, Some(d.next_reset(now)), Some(d))
-                        .await?;
+                    out.push(seed(scope, 0.0, Some(d.next_reset(now)), Some(d)));
                 }
                 (Some(d), None) => legacy.push((model.as_str(), d, scope)),
             }
@@ -185,10 +190,34 @@ pub(super) async fn seed_model_spend(
                 .get(model)
                 .map(|v| v.iter().filter(|(t, _)| *t >= start).map(|(_, s)| s).sum())
                 .unwrap_or(0.0);
-            admission
-                .seed(&scope, spend, Some(d.next_reset(now)), Some(d))
-                .await?;
+            out.push(seed(scope, spend, Some(d.next_reset(now)), Some(d)));
         }
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Every seed the database gives: [`spend_seeds`], [`model_spend_seeds`] and the whole
+/// proxy's spend, which lives only in the spend logs (its current window's sum).
+///
+/// Errors: the store's.
+pub(super) async fn all_seeds(
+    store: &dyn GovernanceStore,
+    now: chrono::DateTime<chrono::Utc>,
+    e: &Entities,
+    windows: &[ModelBudgetWindow],
+    options: &super::GovernanceOptions,
+) -> Result<Vec<Seed>, StoreError> {
+    let mut seeds = spend_seeds(e, &options.end_user_default);
+    seeds.extend(model_spend_seeds(store, now, e, windows).await?);
+    let window = options.global.budget_duration;
+    let global = store
+        .spend_since(window.map(|d| d.window_start(now)))
+        .await?;
+    seeds.push(seed(
+        ScopeKey::global(),
+        global,
+        window.map(|d| d.next_reset(now)),
+        window,
+    ));
+    Ok(seeds)
 }

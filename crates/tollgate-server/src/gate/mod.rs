@@ -25,9 +25,13 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 use tollgate_config::{Config, ModelEntry};
+use tollgate_governance::admission::fleet::BatchedRedis;
+use tollgate_governance::admission::redis::FailurePolicy;
 use tollgate_governance::admission::{AdmissionConfig, Limits};
 use tollgate_governance::pricing::{ModelPrice, PriceOverrides, PriceTable};
-use tollgate_governance::runtime::{AccessGroups, EndUserDefault, Governance, GovernanceOptions};
+use tollgate_governance::runtime::{
+    AccessGroups, DatabaseSeeds, EndUserDefault, Governance, GovernanceOptions,
+};
 use tollgate_governance::store::WriteBehind;
 use tollgate_providers::Deployment;
 
@@ -85,6 +89,9 @@ pub struct Gate {
     /// Where the budget and limit counters live, for the start-up log: `in-process`, or the
     /// Redis target with its password masked ([`shared::describe`]) and key prefix.
     pub counters: String,
+    /// The shared counters when they live in Redis: their round-trip and queue counters
+    /// (`/health/readiness`) and the shutdown flush.
+    pub batched: Option<Arc<BatchedRedis>>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -114,19 +121,40 @@ impl Gate {
         }
         let end_user_header = end_user_header(config)?;
         let redis = tollgate_config::redis_settings(config, env)?;
-        let (shared, counters) = match &redis {
-            Some(r) => (
-                Some(shared::shared_counters(r).await?),
-                format!(
-                    "redis {} (key prefix {})",
-                    shared::describe(r),
-                    r.key_prefix
-                ),
-            ),
+        let store = choice.open(&storage::pool_settings(config)).await?;
+        let options = options(config);
+        let (batched, counters) = match &redis {
+            Some(r) => {
+                // The file's `environment_variables` first, then the process's (as every
+                // other setting the environment gives).
+                let lookup = |k: &str| {
+                    config
+                        .environment_variables
+                        .get(k)
+                        .cloned()
+                        .or_else(|| env(k))
+                };
+                let policy = FailurePolicy::from_env(&lookup)
+                    .map_err(|e| GateError::Config(e.to_string()))?;
+                let source = Arc::new(DatabaseSeeds::new(Arc::clone(&store), options.clone()));
+                (
+                    Some(shared::shared_counters(r, source, policy).await?),
+                    format!(
+                        "redis {} (key prefix {})",
+                        shared::describe(r),
+                        r.key_prefix
+                    ),
+                )
+            }
             None => (None, "in-process".to_owned()),
         };
-        let store = choice.open(&storage::pool_settings(config)).await?;
-        let gov = Arc::new(Governance::open_on(store, prices, options(config), shared).await?);
+        let shared = batched
+            .clone()
+            .map(|b| b as Arc<dyn tollgate_governance::admission::SharedCounters>);
+        let gov = Arc::new(Governance::open_on(store, prices, options, shared).await?);
+        if let (Some(r), Some(b)) = (&redis, &batched) {
+            shared::seed_if_empty(r, b).await?;
+        }
         if let Some(id) = &gov.options().end_user_default.budget_id
             && !gov.cache().read().budgets.contains_key(id)
         {
@@ -144,6 +172,7 @@ impl Gate {
             stored_pricing: ArcSwap::default(),
             end_user_header,
             counters,
+            batched,
         })
     }
 

@@ -1,15 +1,19 @@
 //! Where the governance counters (budgets, RPM/TPM/parallel limits) live: in this process by
 //! default, in Redis when the config names one (LiteLLM's keys, resolved by
 //! [`tollgate_config::redis_settings`]), so every replica of a fleet counts against the same
-//! budgets and windows ([`shared_counters`] builds them; one function, so the implementation
-//! of [`SharedCounters`] can be swapped in one place).
+//! budgets and windows ([`shared_counters`] builds them: one reservation awaited per request,
+//! settlements of many requests batched into one pipeline, the Redis-down policy, reseeding
+//! from the database after Redis lost its data; see `tollgate_governance::admission::fleet`).
 
 use std::sync::Arc;
 
 use tollgate_config::redact::redact_url_userinfo;
 use tollgate_config::{RedisNode, RedisSettings, RedisTarget};
-use tollgate_governance::admission::redis::{RedisCounterStore, RedisStoreOptions, SentinelAuth};
-use tollgate_governance::admission::{CounterStoreError, SharedCounters, Unbatched};
+use tollgate_governance::admission::CounterStoreError;
+use tollgate_governance::admission::fleet::{BatchedOptions, BatchedRedis, ReseedSource};
+use tollgate_governance::admission::redis::{
+    FailurePolicy, RedisCounterStore, RedisStoreOptions, SentinelAuth,
+};
 
 /// The shared counters could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -26,15 +30,19 @@ pub struct SharedCountersError {
 
 /// Connects the counters a fleet shares to the Redis of `settings` (a server by URL or host,
 /// a Redis Cluster through its startup nodes, or the primary Sentinel names), with its
-/// credentials and TLS, every key under `{<settings.key_prefix>}:`, and loads the counter
-/// functions. Returns them as the admission engine uses them.
+/// credentials and TLS, every key under `{<settings.key_prefix>}:`, loads the counter
+/// functions and starts the settlement batcher. `source` seeds Redis again when it has lost
+/// its counters (call [`seed_if_empty`] once the database is migrated); `policy` says what a
+/// request meets while Redis fails. Needs a Tokio runtime.
 ///
 /// # Errors
 /// [`SharedCountersError`] naming the target (password masked) when Redis cannot be reached,
 /// refuses the credentials or cannot load the functions.
 pub async fn shared_counters(
     settings: &RedisSettings,
-) -> Result<Arc<dyn SharedCounters>, SharedCountersError> {
+    source: Arc<dyn ReseedSource>,
+    policy: FailurePolicy,
+) -> Result<Arc<BatchedRedis>, SharedCountersError> {
     let opts = RedisStoreOptions {
         key_prefix: settings.key_prefix.clone(),
         ..RedisStoreOptions::default()
@@ -71,7 +79,27 @@ pub async fn shared_counters(
         origin: settings.origin.clone(),
         detail: masked(settings, &e),
     })?;
-    Ok(Arc::new(Unbatched::new(Arc::new(store))))
+    let batched = BatchedRedis::start(store, source, policy, BatchedOptions::default());
+    Ok(Arc::new(batched))
+}
+
+/// Seeds a fresh (or emptied) Redis from the database now, once for the fleet, rather than by
+/// the first request that finds it empty.
+///
+/// # Errors
+/// [`SharedCountersError`] when the database or Redis fails while seeding.
+pub async fn seed_if_empty(
+    settings: &RedisSettings,
+    batched: &BatchedRedis,
+) -> Result<(), SharedCountersError> {
+    batched
+        .ensure_seeded()
+        .await
+        .map_err(|e| SharedCountersError {
+            target: describe(settings),
+            origin: settings.origin.clone(),
+            detail: format!("seeding the counters from the database: {e}"),
+        })
 }
 
 /// `redis[s]://host:port`, without credentials.
@@ -191,7 +219,8 @@ mod tests {
             host: "127.0.0.1".into(),
             port,
         }));
-        let Err(e) = shared_counters(&s).await else {
+        let source = Arc::new(tollgate_governance::admission::fleet::NoSeeds);
+        let Err(e) = shared_counters(&s, source, FailurePolicy::default()).await else {
             panic!("connected to a closed port");
         };
         let text = e.to_string();

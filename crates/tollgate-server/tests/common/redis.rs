@@ -99,6 +99,31 @@ impl Drop for PrivateRedis {
     }
 }
 
+impl PrivateRedis {
+    /// SIGKILL: the server is gone at once, with everything it held.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Kills it (if running) and starts it again on the same port, empty (a restart without
+    /// persistence), once it answers `PING`.
+    pub async fn restart(&mut self) {
+        self.kill();
+        self.child = spawn(self.port).expect("redis-server starts again");
+        wait_ping(&self.url).await;
+    }
+}
+
+fn spawn(port: u16) -> std::io::Result<Child> {
+    Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+}
+
 /// Starts `redis-server` on a free loopback port (no persistence) and waits for its `PING`;
 /// `None` after reporting the skip when there is no binary.
 pub async fn private_redis(what: &str) -> Option<PrivateRedis> {
@@ -106,13 +131,7 @@ pub async fn private_redis(what: &str) -> Option<PrivateRedis> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port");
-    let child = match Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    {
+    let child = match spawn(port) {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(
