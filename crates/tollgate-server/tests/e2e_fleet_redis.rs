@@ -378,7 +378,44 @@ async fn fleet_holds_rpm_and_budget(db: &PgDb, redis_env: &str, prefix: &str) {
             .any(|(t, s)| *t == budget_hash && same_dollars(*s, logged_sum)),
         "the key's row holds the counters' spend: {row:?}"
     );
+
+    // identities: a key made on replica 2 answers on 1 and 3 within a second; blocked
+    // through replica 3, it is refused by 1 and 2 within a second
+    let (late_key, _) = generate_key(&replicas[1], json!({})).await;
+    for i in [0, 2] {
+        let waited = within_a_second(&replicas[i], &late_key, 200).await;
+        assert!(waited.is_some(), "replica {} never accepted the key", i + 1);
+    }
+    let r = post_as(
+        &replicas[2],
+        MASTER,
+        "/key/block",
+        &json!({"key": late_key}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    for i in [0, 1] {
+        let waited = within_a_second(&replicas[i], &late_key, 401).await;
+        assert!(
+            waited.is_some(),
+            "replica {} still serves a blocked key",
+            i + 1
+        );
+    }
     drop(fleet);
+}
+
+/// Polls `gw` with `key` every 20 ms for at most 1 s until a chat answers `status`; the
+/// time it took, `None` when it never did.
+async fn within_a_second(gw: &GovGateway, key: &str, status: u16) -> Option<Duration> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        if chat(gw, key, &chat_body("flat", "hello", 8)).await.status == status {
+            return Some(start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
 }
 
 #[tokio::test]
