@@ -71,7 +71,11 @@ mod window;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_concurrency;
+#[cfg(test)]
 mod tests_shared;
+#[cfg(test)]
+mod tests_windows;
 
 pub use engine::{Admission, AdmissionConfig, AdmitRequest, Estimate};
 pub use memory::{DEFAULT_RATE_WINDOW_MS, InMemoryCounterStore};

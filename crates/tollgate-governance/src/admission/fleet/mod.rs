@@ -29,6 +29,8 @@ mod reseed;
 mod tests;
 #[cfg(test)]
 mod tests_failure;
+#[cfg(test)]
+mod tests_seed;
 
 pub use batched::{BatchedOptions, BatchedRedis};
 pub use counts::{RoundTripCounts, RoundTrips};
