@@ -32,7 +32,7 @@ pub enum Command {
 /// Options shared by `sweep` and `load`.
 #[derive(Debug, Args, Clone)]
 pub struct Common {
-    /// Scenario: forwarding, governed, streaming, anthropic, large-prompts, agentic.
+    /// Scenario: forwarding, governed, streaming, anthropic, large-prompts, agentic, high-throughput.
     #[arg(long, default_value = "forwarding")]
     pub scenario: Scenario,
     /// Measurement window per run, seconds.

@@ -1,4 +1,5 @@
-//! CSV output: one row per run (`runs.csv`) and one per gateway and level (`summary.csv`).
+//! CSV output: one row per run (`runs.csv`), one per gateway and level (`summary.csv`), and
+//! one per gateway run and Redis command (`redis.csv`, when a gateway names its Redis).
 
 use crate::harness::{Side, Sweep};
 
@@ -17,6 +18,33 @@ pub fn field(s: &str) -> String {
     } else {
         s.to_string()
     }
+}
+
+/// Header of `redis.csv`: Redis commands per completed request of each gateway run, by
+/// command name, as `INFO commandstats` counts them (a command a Redis function runs counts
+/// under its own name, beside the `fcall` that ran it).
+pub const REDIS_HEADER: &str = "gateway,level,repeat,completed,command,per_request";
+
+/// `redis.csv` text; `None` when no run read a Redis.
+pub fn redis(sweep: &Sweep) -> Option<String> {
+    let mut out = String::from(REDIS_HEADER);
+    out.push('\n');
+    let mut any = false;
+    for r in &sweep.runs {
+        let Some(u) = &r.result.redis else { continue };
+        any = true;
+        for (cmd, n) in &u.by_command {
+            out.push_str(&format!(
+                "{},{},{},{},{},{n:.4}\n",
+                field(&r.gateway),
+                r.level,
+                r.repeat,
+                r.result.completed,
+                field(cmd)
+            ));
+        }
+    }
+    any.then_some(out)
 }
 
 /// `runs.csv` text.
@@ -87,7 +115,8 @@ pub fn runs(sweep: &Sweep) -> String {
 pub const SUMMARY_HEADER: &str = "gateway,level,repeats,direct_p50_ms,direct_p99_ms,direct_rps,\
 gateway_p50_ms,gateway_p99_ms,gateway_rps,added_p50_ms,added_p50_min_ms,added_p50_max_ms,\
 added_p99_ms,added_p99_min_ms,added_p99_max_ms,rps_ratio,rps_ratio_min,rps_ratio_max,cpu_percent,\
-cpu_us_per_request,peak_rss_mb,direct_errors,gateway_errors,redis_commands_per_request";
+cpu_us_per_request,peak_rss_mb,direct_errors,gateway_errors,redis_commands_per_request,\
+redis_fcalls_per_request";
 
 fn m(s: &Option<Spread>) -> String {
     s.map(|s| format!("{:.4}", s.median)).unwrap_or_default()
@@ -131,6 +160,7 @@ pub fn summary(rows: &[SummaryRow]) -> String {
         cols.push(r.direct_errors.to_string());
         cols.push(r.gateway_errors.to_string());
         cols.push(m(&r.redis_commands_per_request));
+        cols.push(m(&r.redis_fcalls_per_request));
         out.push_str(&cols.join(","));
         out.push('\n');
     }

@@ -88,6 +88,9 @@ pub fn write_all(
     put("runs.csv", csv::runs(sweep))?;
     put("summary.csv", csv::summary(rows))?;
     put("table.md", text_report(sweep, rows))?;
+    if let Some(text) = csv::redis(sweep) {
+        put("redis.csv", text)?;
+    }
     put(
         "meta.json",
         serde_json::to_string_pretty(meta).map_err(|e| BenchError::Report(e.to_string()))?,

@@ -85,6 +85,9 @@ pub struct SummaryRow {
     /// Redis commands per request read from the Redis server (`INFO commandstats`), when the
     /// gateway definition names its Redis.
     pub redis_commands_per_request: Option<Spread>,
+    /// Of those, `FCALL`s per request: the calls of Redis functions, each one round trip
+    /// (commands the functions run inside Redis are in the total, not here).
+    pub redis_fcalls_per_request: Option<Spread>,
 }
 
 fn ms(us: u64) -> f64 {
@@ -141,6 +144,13 @@ pub fn summarise(sweep: &Sweep) -> Vec<SummaryRow> {
             let redis: Vec<f64> = g
                 .iter()
                 .filter_map(|r| r.result.redis.as_ref().map(|u| u.commands_per_request))
+                .collect();
+            let fcalls: Vec<f64> = g
+                .iter()
+                .filter_map(|r| {
+                    let u = r.result.redis.as_ref()?;
+                    Some(u.by_command.get("fcall").copied().unwrap_or(0.0))
+                })
                 .collect();
             SummaryRow {
                 repeats: d.len().max(g.len()),
@@ -221,6 +231,7 @@ pub fn summarise(sweep: &Sweep) -> Vec<SummaryRow> {
                     if busy > 0.0 { r.result.rps / busy } else { 0.0 }
                 }),
                 redis_commands_per_request: (!redis.is_empty()).then(|| Spread::of(&redis)),
+                redis_fcalls_per_request: (!fcalls.is_empty()).then(|| Spread::of(&fcalls)),
                 gateway,
                 level,
             }

@@ -58,7 +58,7 @@ pub fn render(rows: &[SummaryRow]) -> String {
         head.extend(["gw tokens/s", "gw RPS/core"]);
     }
     if redis {
-        head.push("Redis cmd/req");
+        head.extend(["Redis cmd/req", "Redis FCALL/req"]);
     }
     let mut out = String::new();
     out.push_str(&format!("| {} |\n", head.join(" | ")));
@@ -101,6 +101,7 @@ pub fn render(rows: &[SummaryRow]) -> String {
         }
         if redis {
             cells.push(med(&r.redis_commands_per_request, 2));
+            cells.push(med(&r.redis_fcalls_per_request, 3));
         }
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
