@@ -131,7 +131,7 @@ pub(crate) mod tests;
 #[cfg(test)]
 mod tests_batch_wire;
 #[cfg(test)]
-mod tests_cluster;
+pub(crate) mod tests_cluster;
 #[cfg(test)]
 mod tests_fleet;
 #[cfg(test)]

@@ -29,7 +29,7 @@ fn connection(url: &str) -> redis::Connection {
 }
 
 /// Three primaries sharing the 16 384 slots, once the cluster says `cluster_state:ok`.
-async fn three_primaries(dir: &std::path::Path) -> Option<Vec<PrivateRedis>> {
+pub(crate) async fn three_primaries(dir: &std::path::Path) -> Option<Vec<PrivateRedis>> {
     let mut nodes = Vec::new();
     let mut ports = Vec::new();
     for _ in 0..3 {
