@@ -94,6 +94,17 @@ impl fmt::Debug for Config {
 }
 
 impl Config {
+    /// A setting the environment gives: the file's `environment_variables` first, then the
+    /// process's `env` (LiteLLM loads the file's variables into its environment at start).
+    pub fn env_var(&self, name: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        self.environment_variables
+            .get(name)
+            .cloned()
+            .or_else(|| env(name))
+    }
+}
+
+impl Config {
     /// Dotted names of keys present in this config that Tollgate does not act on yet, in file
     /// section order: whole unknown top-level sections (`guardrails`), section keys
     /// (`litellm_settings.callbacks`, `router_settings.redis_host`), and per-deployment keys

@@ -308,13 +308,7 @@ pub fn redis_settings(
     config: &Config,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<RedisSettings>, RedisConfigError> {
-    let lookup = |name: &str| {
-        config
-            .environment_variables
-            .get(name)
-            .cloned()
-            .or_else(|| env(name))
-    };
+    let lookup = |name: &str| config.env_var(name, env);
     let (cache, wants_redis) = from_cache_params(config);
     let m = from_env(&lookup)?.under(from_router(config)).under(cache);
     let username = m.username.map(|(u, _)| u);

@@ -113,13 +113,7 @@ pub fn start(
     let Some(settings) = redis_settings(config, env)? else {
         return Ok(None);
     };
-    let lookup = |k: &str| {
-        config
-            .environment_variables
-            .get(k)
-            .cloned()
-            .or_else(|| env(k))
-    };
+    let lookup = |k: &str| config.env_var(k, env);
     let reconcile = reconcile_period(lookup(RECONCILE_VAR).as_deref())?;
     let endpoint = endpoint(&settings);
     let channel = channel(&settings.key_prefix);

@@ -80,11 +80,7 @@ pub fn settings(
     config: &Config,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<(RedisSettings, Duration)> {
-    let var = config
-        .environment_variables
-        .get(SYNC_MS_ENV)
-        .cloned()
-        .or_else(|| env(SYNC_MS_ENV));
+    let var = config.env_var(SYNC_MS_ENV, env);
     let period = match var.as_deref().map(str::trim).map(str::parse::<u64>) {
         Some(Ok(0)) => return None,
         Some(Ok(ms)) => Duration::from_millis(ms),

@@ -127,13 +127,7 @@ impl Gate {
             Some(r) => {
                 // The file's `environment_variables` first, then the process's (as every
                 // other setting the environment gives).
-                let lookup = |k: &str| {
-                    config
-                        .environment_variables
-                        .get(k)
-                        .cloned()
-                        .or_else(|| env(k))
-                };
+                let lookup = |k: &str| config.env_var(k, env);
                 let policy = FailurePolicy::from_env(&lookup)
                     .map_err(|e| GateError::Config(e.to_string()))?;
                 let source = Arc::new(DatabaseSeeds::new(Arc::clone(&store), options.clone()));
