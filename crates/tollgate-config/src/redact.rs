@@ -70,7 +70,7 @@ pub fn redact_url_userinfo(s: &str) -> String {
 
 fn redact_userinfo(s: &str) -> String {
     let Some(scheme_end) = s.find("://") else {
-        return s.to_string();
+        return redact_malformed_userinfo(s);
     };
     let rest = &s[scheme_end + 3..];
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -84,6 +84,18 @@ fn redact_userinfo(s: &str) -> String {
         return s.to_string();
     }
     format!("{}://{}:****@{}", &s[..scheme_end], user, &rest[at + 1..])
+}
+
+/// A string that is not a `scheme://` URL but may still carry `user:password@` (a URL with a
+/// typo, `redis//:pw@host`): everything between the first `:` and the last `@` is masked.
+fn redact_malformed_userinfo(s: &str) -> String {
+    let Some(at) = s.rfind('@') else {
+        return s.to_string();
+    };
+    match s[..at].find(':') {
+        Some(colon) => format!("{}:****{}", &s[..colon], &s[at..]),
+        None => s.to_string(),
+    }
 }
 
 /// A copy of `v` (found under `key`) that is safe to print.
@@ -180,6 +192,19 @@ mod tests {
         );
         assert_eq!(redact_url_userinfo("https://h/a@b"), "https://h/a@b");
         assert_eq!(redact_url_userinfo("plain"), "plain");
+        // a URL with a typo still hides what looks like a password
+        assert_eq!(
+            redact_url_userinfo("redis//:S3cretPW@127.0.0.1"),
+            "redis//:****@127.0.0.1"
+        );
+        assert_eq!(
+            redact_url_userinfo("redis:/user:pw:CANARY@h:6379"),
+            "redis:****@h:6379"
+        );
+        assert_eq!(
+            redact_url_userinfo("someone@example.com"),
+            "someone@example.com"
+        );
         assert_eq!(
             redact_url_userinfo("https://g.example/v1?alt=sse&key=AIzaCANARY0123456789#x"),
             "https://g.example/v1?alt=sse&key=****6789#x"
