@@ -147,3 +147,59 @@ async fn a_subscriber_reconnects_when_its_server_is_back_and_resyncs() {
     publisher.await.unwrap();
     drop(server);
 }
+
+/// A publisher whose connection went stale while Redis restarted sends the first change after
+/// the restart anyway (it connects again on the failed send), so that change reaches the other
+/// replicas at once rather than at their next reconcile.
+#[tokio::test]
+async fn the_first_change_after_a_redis_restart_is_not_lost() {
+    if !run_when_redis_tests_run("feed_publish_after_restart") {
+        return;
+    }
+    let port = free_port();
+    let Some(server) = start(port).await else {
+        return;
+    };
+    let url = server.url.clone();
+    let (stop_tx, stop) = watch::channel(false);
+    let requests = Arc::new(RefreshRequests::default());
+    let stats = Arc::new(FeedStats::default());
+    let sub = tokio::spawn(subscribe_changes(
+        FeedEndpoint::Nodes(vec![url.clone()]),
+        "p:changes".into(),
+        Arc::from("B"),
+        Arc::clone(&requests),
+        Arc::clone(&stats),
+        stop,
+    ));
+    assert!(eventually(|| requests.take() == (true, true)).await);
+    let (feed, rx) = ChangeFeed::new("A", 8);
+    let publisher = tokio::spawn(publish_changes(
+        FeedEndpoint::Nodes(vec![url]),
+        "p:changes".into(),
+        Arc::from("A"),
+        rx,
+        Arc::clone(feed.stats()),
+    ));
+    feed.emit(Change::new(ChangeKind::Tag, "before"));
+    assert!(eventually(|| FeedStats::get(&stats.received) == 1).await);
+
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let server = start(port).await.unwrap();
+    assert!(
+        eventually(|| requests.take() == (true, true)).await,
+        "the subscriber is back"
+    );
+    feed.emit(Change::new(ChangeKind::Tag, "after"));
+    assert!(
+        eventually(|| FeedStats::get(&stats.received) == 2).await,
+        "the first change after the restart arrives"
+    );
+    assert_eq!(FeedStats::get(&feed.stats().publish_errors), 0);
+    let _ = stop_tx.send(true);
+    sub.await.unwrap();
+    drop(feed);
+    publisher.await.unwrap();
+    drop(server);
+}

@@ -159,9 +159,22 @@ pub async fn publish_changes(
         };
         let mut cmd = redis::cmd("PUBLISH");
         cmd.arg(&channel).arg(change.encode(&origin));
-        let sent = tokio::time::timeout(REPLY_TIMEOUT, cmd.query_async::<i64>(c))
+        let mut sent = publish(c, &cmd).await;
+        if sent.is_err() {
+            // A connection that went stale while idle (Redis restarted since the last change)
+            // fails on its first use: connect again at once and send this change again, so the
+            // first change after an outage is not left to the reconcile.
+            let fresh = tokio::time::timeout(CONNECT_TIMEOUT, async {
+                let client = endpoint.client(attempt).await?;
+                client.get_multiplexed_async_connection().await
+            })
             .await
             .unwrap_or_else(|_| Err(timed_out()));
+            conn = fresh.ok();
+            if let Some(c) = conn.as_mut() {
+                sent = publish(c, &cmd).await;
+            }
+        }
         match sent {
             Ok(_) => {
                 stats.published.fetch_add(1, Ordering::Relaxed);
@@ -174,6 +187,16 @@ pub async fn publish_changes(
             }
         }
     }
+}
+
+/// One `PUBLISH`, bounded by [`REPLY_TIMEOUT`].
+async fn publish(
+    c: &mut redis::aio::MultiplexedConnection,
+    cmd: &redis::Cmd,
+) -> Result<i64, redis::RedisError> {
+    tokio::time::timeout(REPLY_TIMEOUT, cmd.query_async::<i64>(c))
+        .await
+        .unwrap_or_else(|_| Err(timed_out()))
 }
 
 /// Subscribes to `channel` and raises a refresh in `requests` for every change another
