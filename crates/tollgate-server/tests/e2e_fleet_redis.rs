@@ -499,3 +499,48 @@ async fn an_unreachable_redis_stops_the_start_naming_it_with_its_password_masked
         "served without its counters:\n{text}"
     );
 }
+
+/// `TOLLGATE_REPLICAS=2` and no Redis (here `REDIS_URL` referenced but unset): the gateway
+/// would count every budget alone, so it does not start, and says why.
+#[tokio::test]
+async fn a_replica_of_a_fleet_without_redis_does_not_start() {
+    let m = mock().await;
+    let mut cfg = config(
+        &m.base_url(),
+        &[flat()],
+        "  redis_url: os.environ/TG_TEST_UNSET_REDIS\n",
+        None,
+    );
+    cfg.push_str("environment_variables:\n  TOLLGATE_REPLICAS: \"2\"\n");
+    let dir = TempDir::new("no-redis-fleet");
+    let path = dir.0.join("config.yaml");
+    std::fs::write(&path, cfg).expect("write config");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tollgate"))
+            .arg("--config")
+            .arg(&path)
+            .args(["--port", "0", "--host", "127.0.0.1"])
+            .env_remove("LITELLM_MASTER_KEY")
+            .env_remove("DATABASE_URL")
+            .env_remove("REDIS_URL")
+            .env_remove("TG_TEST_UNSET_REDIS")
+            .output()
+            .expect("run tollgate")
+    })
+    .await
+    .expect("wait for tollgate");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success(),
+        "started alone as one of 2 replicas:\n{text}"
+    );
+    assert!(
+        text.contains("TOLLGATE_REPLICAS=2") && text.contains("no Redis is configured"),
+        "{text}"
+    );
+    assert!(!text.contains("listening on"), "{text}");
+}

@@ -65,6 +65,21 @@ pub enum GateError {
     },
 }
 
+/// A gateway told it is one of several replicas (`TOLLGATE_REPLICAS` above 1) but given no
+/// Redis would count every budget and limit alone, N times the fleet's: it does not start.
+/// (A Redis variable left empty, or an `os.environ/` reference to an unset one, is how this
+/// happens.)
+///
+/// Errors: [`GateError::Config`] saying so.
+fn refuse_a_fleet_without_redis(replicas: Option<String>) -> Result<(), GateError> {
+    match replicas.as_deref().map(str::trim).map(str::parse::<u32>) {
+        Some(Ok(n)) if n > 1 => Err(GateError::Config(format!(
+            "TOLLGATE_REPLICAS={n} says this gateway is one of {n} replicas, but no Redis is configured (REDIS_URL, REDIS_HOST, REDIS_CLUSTER_NODES, REDIS_SENTINEL_NODES, router_settings.redis_*, or litellm_settings.cache_params with type redis): each replica would count budgets and limits on its own. Configure the fleet's Redis, or unset TOLLGATE_REPLICAS for a single gateway."
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// How one deployment is priced.
 #[derive(Debug, Clone)]
 struct DeploymentPricing {
@@ -140,7 +155,10 @@ impl Gate {
                     ),
                 )
             }
-            None => (None, "in-process".to_owned()),
+            None => {
+                refuse_a_fleet_without_redis(config.env_var("TOLLGATE_REPLICAS", env))?;
+                (None, "in-process".to_owned())
+            }
         };
         let shared = batched
             .clone()

@@ -113,7 +113,7 @@ async fn seed_all(core: &Core) -> Result<(), ReseedError> {
     tracing::info!(
         seeds = seeds.len(),
         written,
-        "Redis had lost its counters; scopes seeded again from the database"
+        "Redis held no counters for this fleet (a new fleet, or Redis lost its data): seeded from the database"
     );
     Ok(())
 }
