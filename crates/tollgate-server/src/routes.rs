@@ -328,6 +328,13 @@ async fn readiness(State(s): State<Arc<AppState>>) -> Response {
     let mut body = json!({"status": "healthy", "db": db, "litellm_version": crate::VERSION});
     if let Some(b) = s.gate.as_ref().and_then(|g| g.batched.as_ref()) {
         body["redis_counters"] = redis_counters(&b.round_trips().snapshot());
+        // Still 200: with Redis down a replica serves what the Redis-down policy allows
+        // (limits locally, budgets refused), and taking every replica out would serve nothing.
+        body["redis_counters"]["status"] = json!(if b.redis_answering() {
+            "connected"
+        } else {
+            "unreachable: the last reservation failed; the Redis-down policy is in force"
+        });
     }
     axum::Json(body).into_response()
 }

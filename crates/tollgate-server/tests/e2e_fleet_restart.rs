@@ -162,6 +162,16 @@ async fn redis_lost_and_back_empty_loses_nothing_settled() {
         assert!(r.body["error"]["message"].is_string(), "{}", r.text);
     }
     assert_eq!(refused_content(&mock), 0, "nothing forwarded");
+    // Readiness says so, and stays 200 (the replica still serves what the policy allows).
+    let ready = gov::get_as(&fleet[0], gov::MASTER, "/health/readiness").await;
+    assert_eq!(ready.status, 200, "{}", ready.text);
+    assert!(
+        ready.body["redis_counters"]["status"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("unreachable")),
+        "{}",
+        ready.text
+    );
     // Rate limits fall back to local counters at limit / replicas: 30 / 3 = 10 on each replica.
     let local = statuses(&all[..1], &rate_key, 12).await;
     let served = local.iter().filter(|s| **s == 200).count();
@@ -179,6 +189,12 @@ async fn redis_lost_and_back_empty_loses_nothing_settled() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(after, [200], "budgets are served again once Redis is back");
+    let ready = gov::get_as(&fleet[0], gov::MASTER, "/health/readiness").await;
+    assert_eq!(
+        ready.body["redis_counters"]["status"], "connected",
+        "{}",
+        ready.text
+    );
     spend_everywhere(&fleet, &budget_key, 10.0 * COST).await;
     let rate_rows = gov::spend_logs_n(&fleet[1], &rate_hash, 10).await;
     assert_eq!(rate_rows.len(), 10);

@@ -132,6 +132,12 @@ impl BatchedRedis {
         &self.core.counts
     }
 
+    /// False when the last reservation sent to Redis failed (timed out, connection refused)
+    /// and none succeeded since: requests then meet the Redis-down policy.
+    pub fn redis_answering(&self) -> bool {
+        !self.core.health.last_call_failed()
+    }
+
     /// The store underneath.
     pub fn store(&self) -> &RedisCounterStore {
         &self.core.store

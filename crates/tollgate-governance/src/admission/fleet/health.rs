@@ -33,6 +33,11 @@ impl Health {
         until != 0 && self.now_ms() < until
     }
 
+    /// True when the last reservation sent to Redis failed (and none succeeded since).
+    pub(super) fn last_call_failed(&self) -> bool {
+        self.down_until_ms.load(Ordering::Acquire) != 0
+    }
+
     /// A call failed: back off from now.
     pub(super) fn failed(&self) {
         let until = self
@@ -55,12 +60,15 @@ mod tests {
     fn a_failure_backs_off_for_its_period_and_a_success_ends_it() {
         let h = Health::new(Duration::from_millis(40));
         assert!(!h.backing_off());
+        assert!(!h.last_call_failed());
         h.failed();
         assert!(h.backing_off());
         std::thread::sleep(Duration::from_millis(60));
         assert!(!h.backing_off(), "the period ended");
+        assert!(h.last_call_failed(), "failed until a call succeeds");
         h.failed();
         h.up();
         assert!(!h.backing_off());
+        assert!(!h.last_call_failed());
     }
 }
