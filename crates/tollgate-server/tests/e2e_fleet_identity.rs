@@ -64,6 +64,41 @@ fn prefix() -> String {
     format!("tg-ident-{}", uuid::Uuid::new_v4().simple())
 }
 
+/// Deletes every key under a test's prefix when dropped. Declared before the test's gateways,
+/// so it runs after they are killed (their last counter writes and routing syncs are in).
+struct Cleanup {
+    url: String,
+    prefix: String,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let Ok(mut c) = redis::Client::open(self.url.as_str()).and_then(|c| c.get_connection())
+        else {
+            return;
+        };
+        for pattern in [format!("{{{}}}*", self.prefix), format!("{}*", self.prefix)] {
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(&pattern)
+                .query(&mut c)
+                .unwrap_or_default();
+            if !keys.is_empty() {
+                let _: redis::RedisResult<()> = redis::cmd("DEL").arg(&keys).query(&mut c);
+            }
+        }
+    }
+}
+
+/// A fresh prefix for this test and the guard that deletes its keys.
+fn prefix_cleaned(url: &str) -> (String, Cleanup) {
+    let p = prefix();
+    let guard = Cleanup {
+        url: url.to_owned(),
+        prefix: p.clone(),
+    };
+    (p, guard)
+}
+
 /// The governed config on `db`, with Redis `redis` under `prefix` and the reconcile period
 /// `reconcile` seconds (`"0"` = off: only the feed can carry a change).
 fn fleet_config(mock: &str, db: &PgDb, redis: &str, prefix: &str, reconcile: &str) -> String {
@@ -126,7 +161,8 @@ async fn key_lifecycle_reaches_every_replica_within_a_second_postgres() {
         return;
     };
     let m = mock().await;
-    let cfg = fleet_config(&m.base_url(), &db, &redis, &prefix(), "0");
+    let (p, _clean) = prefix_cleaned(&redis);
+    let cfg = fleet_config(&m.base_url(), &db, &redis, &p, "0");
     let [r1, r2, r3] = three(&cfg);
     for gw in [&r1, &r2, &r3] {
         assert!(
@@ -186,7 +222,8 @@ async fn team_budget_and_deployments_reach_every_replica_postgres() {
         return;
     };
     let m = mock().await;
-    let cfg = fleet_config(&m.base_url(), &db, &redis, &prefix(), "0");
+    let (p, _clean) = prefix_cleaned(&redis);
+    let cfg = fleet_config(&m.base_url(), &db, &redis, &p, "0");
     let [r1, r2, r3] = three(&cfg);
 
     // the team spends C1 through replica 1
@@ -278,8 +315,10 @@ async fn the_reconcile_brings_changes_the_feed_did_not_postgres() {
     };
     let m = mock().await;
     // the writer announces on one channel; the reader listens on another and hears nothing
-    let writer = GovGateway::start(&fleet_config(&m.base_url(), &db, &redis, &prefix(), "0"));
-    let reader = GovGateway::start(&fleet_config(&m.base_url(), &db, &redis, &prefix(), "1"));
+    let (pw, _clean_w) = prefix_cleaned(&redis);
+    let (pr, _clean_r) = prefix_cleaned(&redis);
+    let writer = GovGateway::start(&fleet_config(&m.base_url(), &db, &redis, &pw, "0"));
+    let reader = GovGateway::start(&fleet_config(&m.base_url(), &db, &redis, &pr, "1"));
     // let the reader's start-up refreshes (subscribe) pass, so only the reconcile is left
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (key, _) = generate_key(&writer, json!({})).await;
