@@ -11,8 +11,10 @@
 //! Management operations (spend reset, window changes, reads for `/key/info`) are rare and
 //! awaited, so that a change is in force for the next request of every replica.
 //!
-//! [`Unbatched`] is the plain implementation over any [`AsyncCounterStore`]: one task per
-//! settlement. A batching implementation replaces it for Redis.
+//! The server's implementation is [`super::fleet::BatchedRedis`] (settlements batched into one
+//! pipeline, the Redis-down policy, reseeding). [`Unbatched`] is the plain one over any
+//! [`AsyncCounterStore`], one task per settlement and no failure policy: what the engine's own
+//! tests run the shared arm on, over the in-process store.
 
 use std::sync::Arc;
 use std::time::Duration;
