@@ -111,7 +111,6 @@ impl Authenticator {
         }
         match gov.principal(&hash_key(key)) {
             Ok(p) => Ok(Identity::Key(Box::new(p))),
-            Err(KeyError::NotFound) => Err(AuthError::Invalid),
             Err(e) => Err(AuthError::Key(e)),
         }
     }

@@ -194,7 +194,10 @@ async fn delete_by_key_and_by_alias_then_info_says_deleted() {
     let (s, v) = h.post("/key/delete", json!({"keys": [raw]})).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v, json!({"deleted_keys": [hash]}));
-    assert_eq!(h.gov.principal(&hash).unwrap_err(), KeyError::NotFound);
+    assert_eq!(
+        h.gov.principal(&hash).unwrap_err(),
+        KeyError::NotFound(hash.clone())
+    );
     let (s, v) = h.get(&format!("/key/info?key={hash}")).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v, json!({"key": hash, "info": {"status": "deleted"}}));
@@ -226,7 +229,10 @@ async fn regenerate_keeps_settings_and_spend_and_retires_the_old_key() {
     assert_eq!(v["max_budget"], 2.0);
     assert_eq!(v["spend"], json!(cost));
     assert_eq!(h.gov.spend_of(&ScopeKey::key(&new)).await.unwrap(), cost);
-    assert_eq!(h.gov.principal(&old).unwrap_err(), KeyError::NotFound);
+    assert_eq!(
+        h.gov.principal(&old).unwrap_err(),
+        KeyError::NotFound(old.clone())
+    );
     let (_, info) = h.get(&format!("/key/info?key={old}")).await;
     assert_eq!(info["info"]["status"], "deleted");
     // body form

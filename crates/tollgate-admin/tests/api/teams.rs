@@ -200,7 +200,10 @@ async fn team_with_members_and_member_budget_tier() {
     let (s, v) = h.post("/team/delete", json!({"team_ids": ["t1"]})).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v, json!({"deleted_teams": ["t1"]}));
-    assert_eq!(h.gov.principal(&hash).unwrap_err(), KeyError::NotFound);
+    assert_eq!(
+        h.gov.principal(&hash).unwrap_err(),
+        KeyError::NotFound(hash.clone())
+    );
     assert!(h.gov.cache().read().users["u1"].teams.is_empty());
     assert!(h.gov.cache().read().memberships.is_empty());
     let (s, _) = h.get("/team/info?team_id=t1").await;

@@ -113,7 +113,10 @@ async fn user_lifecycle() {
 
     let (s, v) = h.post("/user/delete", json!({"user_ids": ["alice"]})).await;
     assert_eq!((s, v), (StatusCode::OK, json!(1)));
-    assert_eq!(h.gov.principal(&hash).unwrap_err(), KeyError::NotFound);
+    assert_eq!(
+        h.gov.principal(&hash).unwrap_err(),
+        KeyError::NotFound(hash.clone())
+    );
     let (s, _) = h
         .post("/user/delete", json!({"user_ids": ["nobody"]}))
         .await;

@@ -270,8 +270,10 @@ fn parallel_rejection(s: &ScopeRequest, now_ms: i64, limit: u64) -> Rejection {
 ///   `ExceededBudget: End User=<id> over budget. Spend=<USD>, Budget=<USD>`;
 /// - per-model budget of a key (`_PROXY_VirtualKeyModelMaxBudgetLimiter`):
 ///   `LiteLLM Virtual Key: <key hash>, key_alias: <alias|None>, exceeded budget for model=<group>`;
+/// - the proxy-wide budget (`litellm.BudgetExceededError`'s own message):
+///   `Budget has been exceeded! Current cost: <USD>, Max budget: <USD>`;
 /// - every other scope: `Budget has been exceeded! <Label>=<display> Current cost: <USD>, Max
-///   budget: <USD>`.
+///   budget: <USD>` (a team by its `team_id`, `litellm/proxy/auth/auth_checks.py`).
 ///
 /// `cost` is the settled spend, followed by what requests in flight reserve when that is not 0.
 fn budget_message(s: &ScopeRequest, cost: &str, max_budget: f64) -> String {
@@ -286,6 +288,11 @@ fn budget_message(s: &ScopeRequest, cost: &str, max_budget: f64) -> String {
                 "LiteLLM Virtual Key: {hash}, key_alias: {}, exceeded budget for model={group}",
                 s.display
             )
+        }
+        // the proxy-wide budget (`litellm_settings.max_budget`) is LiteLLM's plain
+        // `BudgetExceededError` message, with no entity named
+        ScopeKind::Global => {
+            format!("Budget has been exceeded! Current cost: {cost}, Max budget: {max_budget}")
         }
         kind => format!(
             "Budget has been exceeded! {}={} Current cost: {cost}, Max budget: {max_budget}",

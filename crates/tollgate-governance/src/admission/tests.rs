@@ -166,6 +166,17 @@ fn budget_message_and_configurable_status() {
         rej.message,
         "Budget has been exceeded! Team=team-a Current cost: 1.5, Max budget: 1"
     );
+    // the proxy-wide budget names no entity (LiteLLM's `BudgetExceededError` message)
+    let global = ScopeRequest::new(ScopeKey::global(), budget(2.0));
+    adm.set_spend(&global.key, 2.25, None).ready().unwrap();
+    let rej = adm
+        .admit(req("r3", vec![global], est(0.0)))
+        .ready()
+        .unwrap_err();
+    assert_eq!(
+        rej.message,
+        "Budget has been exceeded! Current cost: 2.25, Max budget: 2"
+    );
 }
 
 /// A key with no own max_budget but a tier with 30: the tier's cap applies.

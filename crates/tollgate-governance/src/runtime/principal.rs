@@ -38,9 +38,13 @@ pub struct Principal {
 /// Why a presented virtual key is refused. Every variant is HTTP 401.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum KeyError {
-    /// No key with this hash.
-    #[error("Authentication Error, Invalid API key provided.")]
-    NotFound,
+    /// No key with this hash (the hex SHA-256 of the presented key, never the key itself).
+    /// LiteLLM's words (`get_key_object` in `litellm/proxy/auth/auth_checks.py`), which name
+    /// the hash so an operator can look the row up.
+    #[error(
+        "Authentication Error, Invalid proxy server token passed. key={0}, not found in db. Create key via `/key/generate` call."
+    )]
+    NotFound(String),
     /// The key is not `sk-…` (LiteLLM refuses these so a stored hash cannot be replayed).
     #[error("LiteLLM Virtual Key expected. Received={0}, expected to start with 'sk-'.")]
     NotVirtualKey(String),
@@ -66,7 +70,7 @@ impl KeyError {
     /// LiteLLM's error `type` for this refusal.
     pub fn error_type(&self) -> &'static str {
         match self {
-            KeyError::NotFound => "token_not_found_in_db",
+            KeyError::NotFound(_) => "token_not_found_in_db",
             KeyError::Expired { .. } => "expired_key",
             _ => "auth_error",
         }
@@ -98,7 +102,10 @@ impl Principal {
     /// Errors: [`KeyError::NotFound`], [`KeyError::Blocked`], [`KeyError::TeamBlocked`],
     /// [`KeyError::Expired`].
     pub fn resolve(e: &Entities, hash: &str, now: DateTime<Utc>) -> Result<Self, KeyError> {
-        let key = e.keys.get(hash).ok_or(KeyError::NotFound)?;
+        let key = e
+            .keys
+            .get(hash)
+            .ok_or_else(|| KeyError::NotFound(hash.to_owned()))?;
         if key.blocked == Some(true) {
             return Err(KeyError::Blocked);
         }
@@ -252,7 +259,12 @@ mod tests {
         let now = Utc::now();
         assert_eq!(
             Principal::resolve(&e, "nope", now).unwrap_err(),
-            KeyError::NotFound
+            KeyError::NotFound("nope".into())
+        );
+        assert_eq!(
+            KeyError::NotFound("ab12".into()).to_string(),
+            "Authentication Error, Invalid proxy server token passed. key=ab12, not found in db. \
+             Create key via `/key/generate` call."
         );
         assert_eq!(
             Principal::resolve(&e, "blocked", now).unwrap_err(),

@@ -41,7 +41,7 @@ async fn a_write_on_one_replica_reaches_the_other_after_a_reload() {
         changes.try_recv().unwrap(),
         super::feed::Change::new(ChangeKind::Key, "k1")
     );
-    assert!(matches!(b.principal("k1"), Err(KeyError::NotFound)));
+    assert!(matches!(b.principal("k1"), Err(KeyError::NotFound(_))));
     let r = b.reload_identities().await.unwrap();
     assert_eq!((r.keys, r.changed, r.removed), (1, 1, 0));
     assert!(b.principal("k1").is_ok());
@@ -72,7 +72,7 @@ async fn a_write_on_one_replica_reaches_the_other_after_a_reload() {
     a.store().delete_keys(&["k1".into()], None).await.unwrap();
     let r = b.reload_identities().await.unwrap();
     assert_eq!((r.keys, r.removed), (0, 1));
-    assert!(matches!(b.principal("k1"), Err(KeyError::NotFound)));
+    assert!(matches!(b.principal("k1"), Err(KeyError::NotFound(_))));
 }
 
 #[tokio::test]

@@ -164,15 +164,15 @@ fn push_key_scopes(out: &mut Vec<ScopeRequest>, p: &Principal, facts: &RequestFa
 }
 
 /// The key's team scope and, with a membership, the team member scope (membership tier).
+///
+/// The team scope is named by its `team_id`, never its alias, as LiteLLM's refusals name it
+/// (`Budget has been exceeded! Team=<team_id> ...`, `litellm/proxy/auth/auth_checks.py`).
 fn push_team_scopes(out: &mut Vec<ScopeRequest>, p: &Principal) {
     let Some(t) = &p.team else { return };
-    out.push(
-        ScopeRequest::new(
-            ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
-            t.limits(),
-        )
-        .with_display(t.team_alias.clone().unwrap_or_else(|| t.team_id.clone())),
-    );
+    out.push(ScopeRequest::new(
+        ScopeKey::new(ScopeKind::Team, t.team_id.as_str()),
+        t.limits(),
+    ));
     if let Some(m) = &p.membership {
         let l = p
             .member_tier

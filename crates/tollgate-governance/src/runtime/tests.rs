@@ -157,7 +157,7 @@ async fn unknown_and_blocked_keys() {
     .await;
     assert_eq!(
         g.principal(&"a".repeat(64)).unwrap_err(),
-        KeyError::NotFound
+        KeyError::NotFound("a".repeat(64))
     );
     assert_eq!(g.principal(&"b".repeat(64)).unwrap_err(), KeyError::Blocked);
 }

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use http::{HeaderName, HeaderValue, StatusCode, header};
 use tollgate_governance::admission::Rejection;
-use tollgate_governance::runtime::{BlockedEndUser, DeniedBy};
+use tollgate_governance::runtime::{BlockedEndUser, DeniedBy, KeyError};
 use tollgate_protocol::model_name::ModelNameError;
 use tollgate_protocol::{BodyError, ErrorEnvelope};
 use tollgate_providers::UpstreamError;
@@ -291,6 +291,7 @@ impl<'a> GatewayFailure<'a> {
             | Self::ModelNotFound { .. }
             | Self::UnknownModelId { .. } => "model",
             Self::PreviousResponseNotFound { .. } => "previous_response_id",
+            Self::Auth(AuthError::Key(KeyError::NotFound(_))) => "key",
             Self::ResponseNotFound { .. } => "response_id",
             _ => return None,
         }))

@@ -37,14 +37,16 @@ async fn authentication() {
     )
     .await;
     check(
-        || GatewayFailure::Auth(AuthError::Key(KeyError::NotFound)),
+        || GatewayFailure::Auth(AuthError::Key(KeyError::NotFound("9f86d0".into()))),
         expect(
             401,
             "token_not_found_in_db",
             "authentication_error",
-            "Authentication Error, Invalid API key provided.",
+            "Authentication Error, Invalid proxy server token passed. key=9f86d0, not found in db. \
+             Create key via `/key/generate` call.",
         )
-        .code("401"),
+        .code("401")
+        .param("key"),
     )
     .await;
 }
@@ -294,6 +296,6 @@ fn management_routes_keep_their_own_auth_type() {
     assert_eq!(f.message, "Authentication Error, Invalid API key provided.");
     let f = GatewayFailure::management_auth(AuthError::Key(KeyError::Blocked));
     assert_eq!((f.status, f.error_type), (401, "auth_error"));
-    let f = GatewayFailure::management_auth(AuthError::Key(KeyError::NotFound));
+    let f = GatewayFailure::management_auth(AuthError::Key(KeyError::NotFound("9f86d0".into())));
     assert_eq!(f.error_type, "token_not_found_in_db");
 }
