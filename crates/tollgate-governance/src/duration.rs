@@ -175,8 +175,11 @@ pub trait Clock: Send + Sync + 'static {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    /// Now, to the millisecond: LiteLLM's Postgres columns are `TIMESTAMP(3)`, so a time kept
+    /// finer than that would read back different after a restart.
     fn now(&self) -> DateTime<Utc> {
-        Utc::now()
+        let now = Utc::now();
+        DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now)
     }
 }
 

@@ -64,6 +64,11 @@ pub trait SqlDialect: Send + Sync + 'static {
     /// one transaction that starts with it. `None` (SQLite: one file, one writer at a time):
     /// the migration's statements run one by one.
     const MIGRATION_LOCK: Option<&'static str> = None;
+    /// Run after [`Self::MIGRATION_LOCK`] in the migration's transaction: keeps the server's
+    /// notices about what already exists (`relation ... already exists, skipping`, one per
+    /// table and index at every start) out of the log. Postgres: `SET LOCAL
+    /// client_min_messages`, which ends with the transaction (safe behind PgBouncer).
+    const MIGRATION_QUIET: Option<&'static str> = None;
 
     /// The connection pool.
     fn pool(&self) -> &Pool<Self::DB>;

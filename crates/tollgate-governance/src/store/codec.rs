@@ -63,6 +63,16 @@ fn t(v: &str) -> Val {
     Val::Text(Some(v.to_owned()))
 }
 
+/// A JSON-object column LiteLLM's schema defaults to `'{}'`: a NULL (a row
+/// written by hand, or by a SQLite store before it wrote `{}`) reads as `{}`, so an entity
+/// answers the same whichever store it came from and across restarts.
+fn obj(r: &dyn GetCol, col: &str) -> Result<Value, StoreError> {
+    Ok(match r.json(col)? {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        v => v,
+    })
+}
+
 fn req(r: &dyn GetCol, col: &str) -> Result<String, StoreError> {
     Ok(r.text(col)?.unwrap_or_default())
 }
@@ -112,19 +122,19 @@ impl ToRow for VerificationToken {
             budget_reset_at: r.time("budget_reset_at")?,
             expires: r.time("expires")?,
             models: r.arr("models")?,
-            aliases: r.json("aliases")?,
-            config: r.json("config")?,
+            aliases: obj(r, "aliases")?,
+            config: obj(r, "config")?,
             user_id: r.text("user_id")?,
             team_id: r.text("team_id")?,
             organization_id: r.text("organization_id")?,
             budget_id: r.text("budget_id")?,
-            permissions: r.json("permissions")?,
+            permissions: obj(r, "permissions")?,
             max_parallel_requests: r.int("max_parallel_requests")?,
             tpm_limit: r.int("tpm_limit")?,
             rpm_limit: r.int("rpm_limit")?,
-            model_max_budget: r.json("model_max_budget")?,
-            model_spend: r.json("model_spend")?,
-            metadata: r.json("metadata")?,
+            model_max_budget: obj(r, "model_max_budget")?,
+            model_spend: obj(r, "model_spend")?,
+            metadata: obj(r, "metadata")?,
             blocked: r.boolean("blocked")?,
             key_type: r.text("key_type")?,
             created_at: r.time("created_at")?,
@@ -171,7 +181,7 @@ impl ToRow for Team {
             admins: r.arr("admins")?,
             members: r.arr("members")?,
             members_with_roles: serde_json::from_value(members).unwrap_or_default(),
-            metadata: r.json("metadata")?,
+            metadata: obj(r, "metadata")?,
             max_budget: r.float("max_budget")?,
             soft_budget: r.float("soft_budget")?,
             spend: r.float("spend")?.unwrap_or(0.0),
@@ -182,8 +192,8 @@ impl ToRow for Team {
             budget_duration: r.text("budget_duration")?,
             budget_reset_at: r.time("budget_reset_at")?,
             blocked: r.boolean("blocked")?.unwrap_or(false),
-            model_spend: r.json("model_spend")?,
-            model_max_budget: r.json("model_max_budget")?,
+            model_spend: obj(r, "model_spend")?,
+            model_max_budget: obj(r, "model_max_budget")?,
             created_at: r.time("created_at")?,
             updated_at: r.time("updated_at")?,
         })
@@ -224,14 +234,14 @@ impl ToRow for User {
             max_budget: r.float("max_budget")?,
             spend: r.float("spend")?.unwrap_or(0.0),
             models: r.arr("models")?,
-            metadata: r.json("metadata")?,
+            metadata: obj(r, "metadata")?,
             max_parallel_requests: r.int("max_parallel_requests")?,
             tpm_limit: r.int("tpm_limit")?,
             rpm_limit: r.int("rpm_limit")?,
             budget_duration: r.text("budget_duration")?,
             budget_reset_at: r.time("budget_reset_at")?,
-            model_spend: r.json("model_spend")?,
-            model_max_budget: r.json("model_max_budget")?,
+            model_spend: obj(r, "model_spend")?,
+            model_max_budget: obj(r, "model_max_budget")?,
         })
     }
 }
@@ -289,7 +299,7 @@ impl ToRow for BudgetTier {
             max_parallel_requests: r.int("max_parallel_requests")?,
             tpm_limit: r.int("tpm_limit")?,
             rpm_limit: r.int("rpm_limit")?,
-            model_max_budget: r.json("model_max_budget")?,
+            model_max_budget: obj(r, "model_max_budget")?,
             budget_duration: r.text("budget_duration")?,
             budget_reset_at: r.time("budget_reset_at")?,
             created_at: r.time("created_at")?,
@@ -339,7 +349,7 @@ impl ToRow for Organization {
             budget_id: r.text("budget_id")?,
             models: r.arr("models")?,
             spend: r.float("spend")?.unwrap_or(0.0),
-            metadata: r.json("metadata")?,
+            metadata: obj(r, "metadata")?,
         })
     }
 }

@@ -142,6 +142,7 @@ impl SqlDialect for PostgresStore {
     const FLOAT_SUM_CAST: &'static str = "::float8";
     const MIGRATION_LOCK: Option<&'static str> =
         Some("SELECT pg_advisory_xact_lock(8390043843661231205)");
+    const MIGRATION_QUIET: Option<&'static str> = Some("SET LOCAL client_min_messages TO warning");
 
     fn pool(&self) -> &PgPool {
         &self.pool
@@ -183,13 +184,10 @@ impl SqlDialect for PostgresStore {
         }
     }
 
-    /// NULL and LiteLLM's default `{}` both read as `Value::Null` (what Tollgate writes for "unset").
+    /// The stored document as it is (`{}` stays `{}`, what LiteLLM shows for its default);
+    /// NULL reads as `Value::Null`.
     fn json(r: &RowGet<'_, Self>, col: &str) -> Result<Value, StoreError> {
-        Ok(match r.get::<Value>(col)? {
-            Some(Value::Object(m)) if m.is_empty() => Value::Null,
-            Some(v) => v,
-            None => Value::Null,
-        })
+        Ok(r.get::<Value>(col)?.unwrap_or(Value::Null))
     }
 
     fn arr(r: &RowGet<'_, Self>, col: &str) -> Result<Vec<String>, StoreError> {

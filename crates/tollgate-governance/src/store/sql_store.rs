@@ -128,6 +128,10 @@ impl<B: SqlBackend> GovernanceStore for B {
         };
         let mut tx = self.begin().await?;
         self.run(Some(&mut tx), Stmt::new(lock, Vec::new())).await?;
+        if let Some(quiet) = B::MIGRATION_QUIET {
+            self.run(Some(&mut tx), Stmt::new(quiet, Vec::new()))
+                .await?;
+        }
         migrate_steps(self, Some(&mut tx)).await?;
         B::commit(tx).await
     }

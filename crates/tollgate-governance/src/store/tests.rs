@@ -104,13 +104,41 @@ pub(super) async fn round_trip(s: &dyn GovernanceStore) {
     s.upsert_tag(&tag).await.unwrap();
 
     let snap = s.load().await.unwrap();
-    assert_eq!(snap.keys, vec![k.clone()]);
-    assert_eq!(snap.teams, vec![team]);
-    assert_eq!(snap.users, vec![user]);
-    assert_eq!(snap.budgets, vec![tier]);
+    // JSON-object columns written unset read back as LiteLLM's default `{}`, on both stores
+    let empty = || json!({});
+    let want_key = VerificationToken {
+        config: empty(),
+        permissions: empty(),
+        model_max_budget: empty(),
+        model_spend: empty(),
+        ..k.clone()
+    };
+    assert_eq!(snap.keys, vec![want_key]);
+    let want_team = Team {
+        model_spend: empty(),
+        model_max_budget: empty(),
+        ..team
+    };
+    assert_eq!(snap.teams, vec![want_team]);
+    let want_user = User {
+        metadata: empty(),
+        model_spend: empty(),
+        model_max_budget: empty(),
+        ..user
+    };
+    assert_eq!(snap.users, vec![want_user]);
+    let want_tier = BudgetTier {
+        model_max_budget: empty(),
+        ..tier
+    };
+    assert_eq!(snap.budgets, vec![want_tier]);
     assert_eq!(snap.end_users, vec![eu]);
     assert_eq!(snap.memberships, vec![m]);
-    assert_eq!(snap.organizations, vec![org]);
+    let want_org = Organization {
+        metadata: empty(),
+        ..org
+    };
+    assert_eq!(snap.organizations, vec![want_org]);
     assert_eq!(snap.tags, vec![tag]);
 
     // update replaces; delete moves the key to the deleted table
