@@ -17,7 +17,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use tollgate_config::LoadedConfig;
 use tollgate_server::errors::StartupError;
-use tollgate_server::gate::{Gate, StoreChoice};
+use tollgate_server::gate::{Gate, GateError, StoreChoice};
 use tollgate_server::serve;
 use tollgate_server::state::AppState;
 
@@ -326,9 +326,14 @@ async fn with_governance(
     let gate = Gate::open(&loaded.config, &choice, &env)
         .await
         .map(Arc::new)
-        .map_err(|error| StartupError::Store {
-            store: choice.describe(),
-            error,
+        .map_err(|error| match error {
+            // Redis is not the database: its error names its own target
+            GateError::SharedCounters(e) => StartupError::SharedCounters(e),
+            GateError::RedisConfig(e) => StartupError::config(e),
+            error => StartupError::Store {
+                store: choice.describe(),
+                error,
+            },
         })?;
     // Only the encodings of configured OpenAI-family models are built (each costs
     // tens of MB resident); other models are counted as bytes/4.

@@ -1,10 +1,13 @@
-//! The `tollgate` command line: check-config, invalid configs, --version.
+//! The `tollgate` command line: check-config, invalid configs, --version, start-up failures.
 #![expect(
     clippy::unwrap_used,
     reason = "test support: a failed setup fails the test"
 )]
 
 use std::process::Command;
+
+#[path = "common/skip.rs"]
+mod skip;
 
 fn tollgate() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tollgate"));
@@ -146,4 +149,82 @@ fn version_flag() {
     let out = tollgate().arg("--version").output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+}
+
+/// A Redis for the shared counters that cannot be used stops the start within about one
+/// connection timeout (2 s), not after the client's retries, and the error names Redis and
+/// where its URL came from, not the database: a port nothing listens on, a wrong password, and
+/// `rediss://` pointed at a plain Redis (with a hint about TLS). The last two need the test
+/// Redis (`TOLLGATE_TEST_REDIS_URL`).
+#[test]
+fn an_unusable_redis_stops_the_start_at_once_naming_it() {
+    let dir = std::env::temp_dir().join(format!("tollgate-cli-{}-redis", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = write(
+        "redis.yaml",
+        &format!(
+            "model_list:\n  - model_name: m\n    litellm_params:\n      model: openai/m\n      api_base: http://127.0.0.1:9/v1\ngeneral_settings:\n  master_key: sk-cli-master\n  database_url: \"sqlite://{}\"\n",
+            dir.join("t.db").display()
+        ),
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cases = vec![(
+        format!("redis://127.0.0.1:{closed}"),
+        "Connection refused",
+        false,
+    )];
+    match std::env::var("TOLLGATE_TEST_REDIS_URL") {
+        Ok(u) if u.starts_with("redis://") => {
+            let hostport = u.trim_start_matches("redis://").trim_end_matches('/');
+            cases.push((
+                format!("redis://:CANARY-wrong@{hostport}"),
+                "uthentication",
+                false,
+            ));
+            cases.push((format!("rediss://{hostport}"), "timed out", true));
+        }
+        _ => skip::skipped(
+            "cli::an_unusable_redis_stops_the_start_at_once_naming_it",
+            "TOLLGATE_TEST_REDIS_URL",
+            "redis://127.0.0.1:6379",
+        ),
+    }
+    for (url, cause, tls_hint) in cases {
+        let started = std::time::Instant::now();
+        let out = tollgate()
+            .args(["--config"])
+            .arg(&p)
+            .args(["--port", "0", "--host", "127.0.0.1"])
+            .env("REDIS_URL", &url)
+            .env_remove("DATABASE_URL")
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{url}: {err}");
+        assert!(took < std::time::Duration::from_secs(6), "{url}: {took:?}");
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_else(|| panic!("{url}: no error line: {err}"));
+        assert!(line.starts_with("error: Redis "), "{line}");
+        assert!(line.contains("(from REDIS_URL)"), "{line}");
+        assert!(
+            !line.contains("governance store") && !line.contains("sqlite"),
+            "{line}"
+        );
+        assert!(line.contains(cause), "{url}: {line}");
+        assert!(!err.contains("CANARY"), "password printed: {err}");
+        assert_eq!(line.contains("TLS is on"), tls_hint, "{line}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("connecting to Redis") || err.contains("connecting to Redis"),
+            "{url}: the attempt is not announced: {stdout}{err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -53,6 +53,11 @@ pub enum StartupError {
         /// Why.
         error: crate::gate::GateError,
     },
+    /// The Redis named for the counters a fleet shares (budgets, limits) cannot be used: not
+    /// reached within the connection timeout, the credentials or TLS refused, or a server
+    /// older than Redis 7. Named by its own target, not by the database's.
+    #[error(transparent)]
+    SharedCounters(crate::gate::shared::SharedCountersError),
     /// The deployments stored through `/model/new` could not be read.
     #[error("stored models ({store}): {error}")]
     StoredModels {
@@ -89,6 +94,7 @@ impl StartupError {
             Self::Runtime(_)
             | Self::Listen { .. }
             | Self::Store { .. }
+            | Self::SharedCounters(_)
             | Self::StoredModels { .. }
             | Self::StoreConnection(_)
             | Self::Workers { .. }

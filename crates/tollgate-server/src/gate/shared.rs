@@ -47,6 +47,8 @@ pub async fn shared_counters(
         key_prefix: settings.key_prefix.clone(),
         ..RedisStoreOptions::default()
     };
+    // said before the first attempt, so a start that waits on Redis says on what
+    tracing::info!(target_redis = %describe(settings), origin = %settings.origin, "connecting to Redis for the shared counters");
     let store = match &settings.target {
         RedisTarget::Url(u) => RedisCounterStore::connect(u.expose(), opts).await,
         RedisTarget::Node(n) => {
@@ -77,7 +79,7 @@ pub async fn shared_counters(
     let store = store.map_err(|e| SharedCountersError {
         target: describe(settings),
         origin: settings.origin.clone(),
-        detail: masked(settings, &e),
+        detail: with_tls_hint(settings, masked(settings, &e)),
     })?;
     let batched = BatchedRedis::start(store, source, policy, BatchedOptions::default());
     Ok(Arc::new(batched))
@@ -100,6 +102,32 @@ pub async fn seed_if_empty(
             origin: settings.origin.clone(),
             detail: format!("seeding the counters from the database: {e}"),
         })
+}
+
+/// `detail` with a hint when TLS is on and the failure is what a TLS handshake against a
+/// server without TLS gives: a plain Redis waits for a command it never gets, so the client
+/// times out (or, with other servers, reads garbage as a TLS record).
+fn with_tls_hint(settings: &RedisSettings, detail: String) -> String {
+    let tls = settings.tls
+        || matches!(&settings.target, RedisTarget::Url(u) if u.expose().starts_with("rediss://"));
+    let lower = detail.to_ascii_lowercase();
+    let handshake_like = [
+        "timed out",
+        "tls",
+        "ssl",
+        "certificate",
+        "handshake",
+        "corrupt",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    if tls && handshake_like {
+        format!(
+            "{detail} (TLS is on, by rediss:// or REDIS_SSL: does this server accept TLS connections?)"
+        )
+    } else {
+        detail
+    }
 }
 
 /// `redis[s]://host:port`, without credentials.

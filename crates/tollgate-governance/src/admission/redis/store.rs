@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisError, Value};
+use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisError, Value};
 
 use super::super::money::usd_to_units;
 use super::super::scope::ScopeKey;
@@ -122,6 +122,18 @@ impl RedisCounterStore {
     /// or refuses the credentials, or the library does not load (a server older than Redis 7).
     pub async fn connect(url: &str, opts: RedisStoreOptions) -> Result<Self, CounterStoreError> {
         let client = redis::Client::open(url).map_err(unavailable)?;
+        // One attempt first, bounded by the timeouts: the manager below retries a failed first
+        // connect with backoff (redis-rs: 6 retries by default), which leaves a start against
+        // a closed port, a wrong password or a TLS mismatch silent for many seconds.
+        let once = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(opts.connection_timeout))
+            .set_response_timeout(Some(opts.response_timeout));
+        drop(
+            client
+                .get_multiplexed_async_connection_with_config(&once)
+                .await
+                .map_err(unavailable)?,
+        );
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(opts.response_timeout))
             .set_connection_timeout(Some(opts.connection_timeout));
