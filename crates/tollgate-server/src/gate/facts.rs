@@ -11,7 +11,9 @@ use crate::request::{Endpoint, ParsedRequest};
 /// in LiteLLM's `proxy/auth/auth_utils.py`): headers `x-litellm-customer-id` /
 /// `x-litellm-end-user-id`, then the `general_settings.user_header_name` header (`custom`),
 /// then the body's `user`, `litellm_metadata.user`, `metadata.user_id` (Anthropic's own field
-/// on `/v1/messages`), `safety_identifier`. Empty values are skipped.
+/// on `/v1/messages`), `safety_identifier`. `litellm_metadata` and `metadata` are read as an
+/// object or as a JSON string holding one; a numeric id reads as its digits. Empty values are
+/// skipped.
 pub fn end_user(
     headers: &HeaderMap,
     req: &ParsedRequest<'_>,
@@ -32,12 +34,23 @@ pub fn end_user(
             .ok()
             .flatten()
     };
+    // `metadata` / `litellm_metadata` may come as an object or as a JSON string holding one
+    // (multipart forms, `extra_body`); LiteLLM reads both, so a string cannot hide the end user
     let nested = |field: &'static str, key: &str| {
-        req.body
-            .typed_field::<Value>(field, "an object")
-            .ok()
-            .flatten()
-            .and_then(|v| v.get(key).and_then(Value::as_str).map(str::to_owned))
+        let v = req.body.typed_field::<Value>(field, "an object").ok()??;
+        let parsed;
+        let object = match &v {
+            Value::String(text) => {
+                parsed = serde_json::from_str::<Value>(text).ok()?;
+                &parsed
+            }
+            v => v,
+        };
+        match object.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            n @ Value::Number(_) => Some(n.to_string()),
+            _ => None,
+        }
     };
     s("user")
         .or_else(|| nested("litellm_metadata", "user"))
@@ -166,6 +179,23 @@ mod tests {
         h.remove("x-litellm-customer-id");
         h.insert("x-openwebui-user-id", " ".parse().unwrap());
         assert_eq!(end_user(&h, &r, Some(&custom)).as_deref(), Some("u"));
+        // metadata fields given as JSON strings, and a numeric id
+        let none = HeaderMap::new();
+        let r = parse(
+            r#"{"model":"m","messages":[{"role":"user","content":"x"}],"litellm_metadata":"{\"user\":\"lm-user\"}","metadata":{"user_id":"u"}}"#,
+            Endpoint::ChatCompletions,
+        );
+        assert_eq!(end_user(&none, &r, None).as_deref(), Some("lm-user"));
+        let r = parse(
+            r#"{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":"{\"user_id\":42}"}"#,
+            Endpoint::ChatCompletions,
+        );
+        assert_eq!(end_user(&none, &r, None).as_deref(), Some("42"));
+        let r = parse(
+            r#"{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":"not json"}"#,
+            Endpoint::ChatCompletions,
+        );
+        assert_eq!(end_user(&none, &r, None), None);
     }
 
     #[test]
