@@ -26,6 +26,7 @@ use crate::relay::first_event::Primed;
 use crate::relay::handlers::{
     AnthropicPassthrough, EventHandler, OpenAiPassthrough, ResponsesPassthrough, Translated,
 };
+use crate::relay::restamp::{Restamped, restamp_body, set_model};
 use crate::relay::stream::StreamRelay;
 use crate::relay::unary::relay_body;
 use crate::request::{Endpoint, ParsedRequest};
@@ -44,6 +45,9 @@ pub struct Relaying<'a> {
     pub idle: std::time::Duration,
     /// A stream's hold on its deployment (released at the stream's end).
     pub stream_slot: Option<StreamSlot>,
+    /// The name the client sent, when its answer must carry it as `model`
+    /// ([`crate::relay::restamp`]): an alias, answered by its own group (no fallback).
+    pub restamp: Option<&'a str>,
 }
 
 /// How the relay ended for the attempt.
@@ -137,6 +141,10 @@ fn relay_stream(
             }
         }
     };
+    let handler = match r.restamp {
+        Some(model) => Box::new(Restamped::new(handler, model.to_owned())),
+        None => handler,
+    };
     let timed_by_stream = r.stream_slot.is_some();
     let (record, sink) = guard.into_stream();
     let stream = StreamRelay::new(body, r.idle, handler, record, sink, r.stream_slot);
@@ -173,8 +181,17 @@ fn relay_full(
     let answer = minted.answer(&r, out.client_request.as_deref());
     let resp = if status.is_success() {
         match translate_response(codec, &body, &answer) {
-            Ok(None) => Ok(relay_body(status, up, body, dialect)),
-            Ok(Some(v)) => {
+            Ok(None) => {
+                let body = match r.restamp.and_then(|m| restamp_body(&body, m)) {
+                    Some(restamped) => restamped,
+                    None => body,
+                };
+                Ok(relay_body(status, up, body, dialect))
+            }
+            Ok(Some(mut v)) => {
+                if let Some(model) = r.restamp {
+                    set_model(&mut v, model);
+                }
                 // The spend log keys the call by the id the client saw.
                 let record = guard.record();
                 if record.charge.is_some() {

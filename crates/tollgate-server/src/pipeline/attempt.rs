@@ -62,6 +62,9 @@ pub struct Call<'a> {
     pub client: Option<&'a crate::clientside::ClientUpstream>,
     /// The caller: a stored Response's owner, and who may continue one.
     pub identity: &'a crate::auth::Identity,
+    /// The name the answer carries as `model` instead of the upstream's (an alias the
+    /// client sent; [`crate::relay::restamp`]).
+    pub restamp: Option<&'a str>,
 }
 
 /// How an attempt ended.
@@ -214,6 +217,7 @@ async fn send_and_relay(
         call_id: call.call_id,
         idle: timeouts.idle,
         stream_slot: call.stream_slot,
+        restamp: call.restamp,
     };
     let r = relay(relaying, out, reply, guard);
     Ending {

@@ -212,7 +212,19 @@ fn call<'a>(r: &'a Routed<'_>, attempt: &'a Attempt<'_>, a: Admitted) -> Call<'a
         stream_slot: a.stream_slot,
         client: r.inbound.client_upstream.as_ref(),
         identity: &r.inbound.identity,
+        restamp: restamp_as(r, attempt),
     }
+}
+
+/// The client's model name when it reached `attempt`'s group through an alias (a key's or
+/// team's `aliases`, a router `model_group_alias`): the answer then carries that name as
+/// `model`, as LiteLLM restamps it. Not after a fallback (the answering model is kept, as
+/// LiteLLM keeps it), not for a wildcard group (the client named the upstream model), not
+/// when the client named the group itself (relayed as the upstream wrote it).
+fn restamp_as<'a>(r: &'a Routed<'_>, attempt: &Attempt<'_>) -> Option<&'a str> {
+    let sent = r.inbound.req.model.as_str();
+    (attempt.fallback_index == 0 && !attempt.group.wildcard && attempt.group.name != sent)
+        .then_some(sent)
 }
 
 /// The plan's answer: the last attempt's, else 429 "No deployments available"; with the

@@ -16,6 +16,7 @@ pub mod first_event;
 pub mod handlers;
 pub mod preamble;
 pub mod responses_passthrough;
+pub mod restamp;
 pub mod stream;
 pub mod unary;
 
