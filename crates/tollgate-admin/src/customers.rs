@@ -83,6 +83,8 @@ struct CustomerFields {
     model_max_budget: Option<Map<String, Value>>,
     allowed_model_region: Option<String>,
     default_model: Option<String>,
+    /// The customer's model allow-list: omitted or `null` keeps it, `[]` clears it.
+    models: Option<Vec<String>>,
 }
 
 impl CustomerFields {
@@ -150,6 +152,9 @@ impl CustomerFields {
         }
         if let Some(b) = self.blocked {
             c.blocked = b;
+        }
+        if let Some(m) = &self.models {
+            c.models = m.clone();
         }
         if let Some(id) = &self.budget_id {
             if self.has_budget_fields() {

@@ -145,12 +145,15 @@ fn admitted<'s>(
         )),
         _ => None,
     };
-    if let (Some(p), Some(gate)) = (principal, &state.gate)
+    let end_user = governed.as_ref().and_then(Governed::end_user);
+    if let Some(gate) = &state.gate
+        && (principal.is_some() || end_user.is_some())
         && let Ok((group, _)) = router.resolve(inbound.routed())
     {
         check_access(
             gate,
-            p,
+            principal,
+            end_user,
             access_name(group, inbound.routed(), 0),
             &inbound.req.model,
         )?;

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 
 use tollgate_protocol::model_name::entry_admits;
 
+use super::cache::Entities;
 use super::principal::Principal;
 
 /// Access groups from the config: group name → model names in it.
@@ -57,6 +58,8 @@ pub enum DeniedBy {
     User,
     /// The organization's `models`.
     Organization,
+    /// The end user's (customer's) `models`.
+    Customer,
 }
 
 impl DeniedBy {
@@ -67,6 +70,7 @@ impl DeniedBy {
             DeniedBy::Team => "team_model_access_denied",
             DeniedBy::User => "user_model_access_denied",
             DeniedBy::Organization => "org_model_access_denied",
+            DeniedBy::Customer => "customer_model_access_denied",
         }
     }
 }
@@ -108,6 +112,22 @@ impl Principal {
             return Some(DeniedBy::Organization);
         }
         None
+    }
+}
+
+impl Entities {
+    /// `Some(DeniedBy::Customer)` when the end user `id` has a row whose `models` list does
+    /// not allow `name` (same entries and matching as a key's list). An end user without a row,
+    /// or with an empty list, restricts nothing: LiteLLM's customer allow-list, checked after
+    /// the key, team, user and organization lists (`customer_model_access_denied`).
+    pub fn end_user_model_denial(
+        &self,
+        id: &str,
+        name: &str,
+        groups: &AccessGroups,
+    ) -> Option<DeniedBy> {
+        let row = self.end_users.get(id)?;
+        (!list_allows(&row.models, name, groups)).then_some(DeniedBy::Customer)
     }
 }
 

@@ -257,6 +257,7 @@ impl ToRow for EndUser {
             s(&self.default_model),
             s(&self.budget_id),
             Val::Bool(Some(self.blocked)),
+            Val::Arr(self.models.clone()),
         ]
     }
     fn from_row(r: &dyn GetCol) -> Result<Self, StoreError> {
@@ -268,6 +269,7 @@ impl ToRow for EndUser {
             default_model: r.text("default_model")?,
             budget_id: r.text("budget_id")?,
             blocked: r.boolean("blocked")?.unwrap_or(false),
+            models: r.arr("models")?,
         })
     }
 }

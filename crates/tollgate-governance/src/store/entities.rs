@@ -263,6 +263,10 @@ pub struct EndUser {
     pub budget_id: Option<String>,
     /// Blocked end users are refused.
     pub blocked: bool,
+    /// The models this end user may call (same entries as a key's `models`: names, access
+    /// groups, wildcards); empty allows every model the key allows. LiteLLM's customer
+    /// allow-list (`customer_model_access_denied`).
+    pub models: Vec<String>,
 }
 
 /// `"LiteLLM_BudgetTable"`: a budget tier, referenced by `budget_id`.

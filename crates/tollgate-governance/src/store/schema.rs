@@ -183,6 +183,7 @@ pub const END_USER: Table = Table {
         ("default_model", Text, ""),
         ("budget_id", Text, ""),
         ("blocked", Bool, "false"),
+        ("models", TextArray, ""),
     ],
 };
 

@@ -3,6 +3,7 @@
 //! unknown model; the gateway's own, naming the setting to change, everywhere else.
 
 use http::StatusCode;
+use tollgate_governance::runtime::DeniedBy;
 use tollgate_protocol::BodyError;
 use tollgate_providers::UpstreamError;
 use tollgate_providers::client::TimeoutPhase;
@@ -35,6 +36,12 @@ impl GatewayFailure<'_> {
             }
             Self::InvalidJson(e) => format!("Invalid JSON: {e}"),
             Self::BlockedEndUser(e) => e.to_string(),
+            Self::ModelAccessDenied {
+                by: DeniedBy::Customer,
+                requested,
+            } => format!(
+                "The requested model '{requested}' is not in the allowed models for this customer. Check the models this customer can use and try again."
+            ),
             Self::ModelAccessDenied { requested, .. } => format!(
                 "The requested model '{requested}' is not available for this API key, or the model name is invalid. Call `/v1/models` to view the models available to your key."
             ),

@@ -89,6 +89,11 @@ impl<'a> Governed<'a> {
         }
     }
 
+    /// The request's end user (headers, then body; [`facts::end_user`]).
+    pub fn end_user(&self) -> Option<&str> {
+        self.end_user.as_deref()
+    }
+
     /// Admits one attempt: access to its group (fallbacks), then every scope's budget and
     /// limits, atomically.
     ///
@@ -101,12 +106,11 @@ impl<'a> Governed<'a> {
         a: AttemptInfo<'_>,
     ) -> Result<Charge, Refusal> {
         let gov = &self.gate.gov;
-        if let Some(p) = self.principal
-            && a.fallback_index > 0
-        {
+        if a.fallback_index > 0 {
             check_access(
                 self.gate,
-                p,
+                self.principal,
+                self.end_user.as_deref(),
                 access_name(a.group, a.routed, a.fallback_index),
                 &req.model,
             )
@@ -177,17 +181,31 @@ pub fn access_name<'a>(group: &'a ModelGroup, routed: &'a str, fallback_index: u
     }
 }
 
-/// Checks that `p` may call `name` (`requested` is the name the client sent).
+/// Checks that `p` (the virtual key, when the caller is one) and then the request's end user
+/// may call `name` (`requested` is the name the client sent).
 ///
 /// Errors: 403 in LiteLLM's wording, its error type naming what denied it.
 #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
 pub fn check_access(
     gate: &Gate,
-    p: &Principal,
+    p: Option<&Principal>,
+    end_user: Option<&str>,
     name: &str,
     requested: &str,
 ) -> Result<(), GatewayError> {
-    match p.model_denial(name, &gate.gov.access_groups()) {
+    if p.is_none() && end_user.is_none() {
+        return Ok(());
+    }
+    let groups = gate.gov.access_groups();
+    let denied = p.and_then(|p| p.model_denial(name, &groups)).or_else(|| {
+        end_user.and_then(|id| {
+            gate.gov
+                .cache()
+                .read()
+                .end_user_model_denial(id, name, &groups)
+        })
+    });
+    match denied {
         None => Ok(()),
         Some(by) => Err(GatewayFailure::ModelAccessDenied { by, requested }.into()),
     }
