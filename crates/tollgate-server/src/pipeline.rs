@@ -93,7 +93,7 @@ async fn run(
     started: Instant,
 ) -> Result<Answer, GatewayError> {
     // 1. inbound: authenticate, parse once
-    let inbound = Inbound::read(state, endpoint, headers, body)?;
+    let inbound = Inbound::read(state, endpoint, headers, body).await?;
     // One router snapshot for the whole request (an atomic load; `/model/new` may swap in a
     // new router meanwhile): resolution, access and every attempt below use it.
     let router = state.router.load();

@@ -21,6 +21,7 @@ pub mod cache;
 pub mod feed;
 pub mod feed_apply;
 pub mod feed_redis;
+mod key_miss;
 pub mod principal;
 mod reseed;
 pub mod scopes;
@@ -122,6 +123,9 @@ pub struct Governance {
     /// The store the management API writes through once writes are announced
     /// ([`Governance::announce_writes`]).
     announced: std::sync::OnceLock<Arc<dyn GovernanceStore>>,
+    /// Keys the cache does not hold are looked up in the database (a fleet replica:
+    /// [`Governance::look_up_missing_keys`]).
+    misses: std::sync::OnceLock<key_miss::KeyMisses>,
 }
 
 /// Loads of one [`Governance::reload_identities`] at most before it swaps in the last one even
@@ -190,6 +194,7 @@ impl Governance {
             access: std::sync::RwLock::new(Arc::new(options.access_groups.clone())),
             options,
             announced: std::sync::OnceLock::new(),
+            misses: std::sync::OnceLock::new(),
         })
     }
 

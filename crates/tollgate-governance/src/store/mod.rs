@@ -131,6 +131,9 @@ pub trait GovernanceStore: Send + Sync + 'static {
     ) -> Result<u64, StoreError>;
     /// True when a key with this hash was deleted (`/key/info` reports `status: deleted`).
     async fn is_deleted_key(&self, hash: &str) -> Result<bool, StoreError>;
+    /// True when `"LiteLLM_VerificationToken"` holds a key with this hash: one indexed
+    /// lookup, for a key this replica's cache does not know yet.
+    async fn key_exists(&self, hash: &str) -> Result<bool, StoreError>;
     /// Inserts or replaces a team.
     async fn upsert_team(&self, team: &Team) -> Result<(), StoreError>;
     /// Deletes teams; returns the count.

@@ -92,6 +92,9 @@ impl GovernanceStore for PublishingStore {
     async fn is_deleted_key(&self, hash: &str) -> Result<bool, StoreError> {
         self.inner.is_deleted_key(hash).await
     }
+    async fn key_exists(&self, hash: &str) -> Result<bool, StoreError> {
+        self.inner.key_exists(hash).await
+    }
     async fn upsert_team(&self, team: &Team) -> Result<(), StoreError> {
         let r = self.inner.upsert_team(team).await;
         self.after(r, ChangeKind::Team, &team.team_id)

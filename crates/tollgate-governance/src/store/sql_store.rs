@@ -186,6 +186,14 @@ impl<B: SqlBackend> GovernanceStore for B {
         Ok(!found.is_empty())
     }
 
+    async fn key_exists(&self, hash: &str) -> Result<bool, StoreError> {
+        let sql = "SELECT 1 AS x FROM \"LiteLLM_VerificationToken\" WHERE \"token\" = ? LIMIT 1";
+        let found = self
+            .rows(None, Stmt::new(sql, vec![text(hash)]), |_| Ok(()))
+            .await?;
+        Ok(!found.is_empty())
+    }
+
     async fn upsert_team(&self, team: &Team) -> Result<(), StoreError> {
         upsert(self, team).await
     }

@@ -121,6 +121,8 @@ pub fn start(
     let (feed, queue) = ChangeFeed::new(Arc::clone(&origin), FEED_QUEUE);
     let stats = Arc::clone(feed.stats());
     admin.gov.announce_writes(feed);
+    // a key created through another replica a moment ago is looked up, not refused
+    admin.gov.look_up_missing_keys();
     let requests = Arc::new(RefreshRequests::default());
     tokio::spawn(publish_changes(
         endpoint.clone(),

@@ -4,9 +4,10 @@
 //! `x-litellm-*` headers).
 
 use http::{HeaderMap, HeaderName};
+use tollgate_governance::runtime::KeyError;
 use tollgate_router::RequestPolicy;
 
-use crate::auth::Identity;
+use crate::auth::{AuthError, Identity};
 use crate::clientside::ClientUpstream;
 use crate::errors::GatewayError;
 use crate::errors::GatewayFailure;
@@ -41,17 +42,23 @@ impl<'b> Inbound<'b> {
     /// Authenticates the caller (401 otherwise), parses `body` (400 on a malformed one),
     /// refuses a model name that could leave a provider's URL path, reads client-side
     /// credentials, and refuses a `previous_response_id` the caller may not continue (404).
-    #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
-    pub fn read(
+    ///
+    /// A virtual key the identity cache does not hold is looked up in the database when the
+    /// replica is one of a fleet ([`tollgate_governance::runtime::Governance::principal_or_lookup`]):
+    /// the only await here, and only on that miss.
+    pub async fn read(
         state: &AppState,
         endpoint: Endpoint,
         headers: &HeaderMap,
         body: &'b [u8],
     ) -> Result<Self, GatewayError> {
-        let identity = state
-            .auth
-            .authenticate(headers, state.gov())
-            .map_err(|e| GatewayError::from(e.envelope()))?;
+        let identity = match state.auth.authenticate(headers, state.gov()) {
+            Ok(id) => id,
+            Err(AuthError::Key(KeyError::NotFound(hash))) if state.gov().is_some() => {
+                looked_up(state, &hash).await?
+            }
+            Err(e) => return Err(GatewayError::from(e.envelope())),
+        };
         let req = ParsedRequest::parse(body, endpoint)?;
         crate::model_names::check(&req.model, "model")?;
         let client_upstream = ClientUpstream::from_request(&req)?;
@@ -107,6 +114,20 @@ impl<'b> Inbound<'b> {
                 .or_else(|| super::send::header_num(headers, &X_LITELLM_STREAM_TIMEOUT))
                 .filter(|_| req.stream),
         }
+    }
+}
+
+/// The key with hash `hash`, which the cache did not hold, as the database answers for it.
+///
+/// Errors: the 401 of the key's refusal.
+async fn looked_up(state: &AppState, hash: &str) -> Result<Identity, GatewayError> {
+    let refused = |e: KeyError| GatewayError::from(AuthError::Key(e).envelope());
+    match state.gov() {
+        Some(gov) => match gov.principal_or_lookup(hash).await {
+            Ok(p) => Ok(Identity::Key(Box::new(p))),
+            Err(e) => Err(refused(e)),
+        },
+        None => Err(refused(KeyError::NotFound(hash.to_owned()))),
     }
 }
 

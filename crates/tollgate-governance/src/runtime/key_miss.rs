@@ -1,0 +1,142 @@
+//! A virtual key this replica's cache does not hold, looked up in the database.
+//!
+//! In a fleet, a key created through another replica reaches this one's cache through the
+//! change feed, tens of milliseconds later; a client that creates a key and calls at once
+//! through a load balancer would meet a 401 meanwhile. LiteLLM looks a key missing from its
+//! cache up in the database (`get_key_object`, `litellm/proxy/auth/auth_checks.py`). Here,
+//! once [`Governance::look_up_missing_keys`] is on (the server turns it on with the fleet's
+//! identity feed):
+//!
+//! 1. a hash the database lacked a moment ago ([`ABSENT_FOR`]) is refused at once;
+//! 2. at most [`LOOKUPS_PER_SECOND`] lookups per second go to the database, so a flood of
+//!    random keys cannot turn into a flood of queries (beyond it a miss is refused, as before);
+//! 3. one indexed `SELECT` asks whether the key's row exists; if it does, the cache is
+//!    reloaded from the database (one reload at a time: requests waiting on it find the key
+//!    the first one loaded) and the key resolved again, with everything it inherits.
+//!
+//! Only a miss pays for this; a key the cache holds is resolved as before, without an await.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::Governance;
+use super::principal::{KeyError, Principal};
+
+/// How long a hash the database did not hold is refused without asking it again.
+pub const ABSENT_FOR: Duration = Duration::from_secs(2);
+/// Most absent hashes remembered.
+const ABSENT_CAPACITY: u64 = 10_000;
+/// Database lookups of missing keys allowed per second.
+pub const LOOKUPS_PER_SECOND: u64 = 20;
+
+/// The state of the lookups (see the module docs).
+pub(super) struct KeyMisses {
+    absent: moka::sync::Cache<String, ()>,
+    reload: tokio::sync::Mutex<()>,
+    started: Instant,
+    /// `second << 32 | lookups in that second`, since `started`.
+    window: AtomicU64,
+}
+
+impl KeyMisses {
+    fn new() -> Self {
+        Self {
+            absent: moka::sync::Cache::builder()
+                .max_capacity(ABSENT_CAPACITY)
+                .time_to_live(ABSENT_FOR)
+                .build(),
+            reload: tokio::sync::Mutex::new(()),
+            started: Instant::now(),
+            window: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes one lookup of this second's allowance; false when it is spent.
+    fn take_lookup(&self) -> bool {
+        let second = self.started.elapsed().as_secs();
+        let mut cur = self.window.load(Ordering::Relaxed);
+        loop {
+            let (s, n) = (cur >> 32, cur & 0xffff_ffff);
+            let next = if s == second {
+                if n >= LOOKUPS_PER_SECOND {
+                    return false;
+                }
+                cur + 1
+            } else {
+                (second << 32) | 1
+            };
+            match self
+                .window
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+}
+
+impl Governance {
+    /// From now on, a key the cache does not hold is looked up in the database (see the
+    /// module docs). Called once at start by a replica of a fleet; a second call changes
+    /// nothing.
+    pub fn look_up_missing_keys(&self) {
+        let _ = self.misses.set(KeyMisses::new());
+    }
+
+    /// [`Self::principal`], and for a key the cache does not hold, when lookups are on, the
+    /// database's answer (see the module docs).
+    ///
+    /// Errors: [`KeyError`] (all 401); a database that fails is logged and the key refused
+    /// as not found, as without the lookup.
+    pub async fn principal_or_lookup(&self, hash: &str) -> Result<Principal, KeyError> {
+        match self.principal(hash) {
+            Err(KeyError::NotFound(_)) => {}
+            r => return r,
+        }
+        let Some(m) = self.misses.get() else {
+            return Err(KeyError::NotFound(hash.to_owned()));
+        };
+        let missing = || Err(KeyError::NotFound(hash.to_owned()));
+        if m.absent.contains_key(hash) || !m.take_lookup() {
+            return missing();
+        }
+        match self.store.key_exists(hash).await {
+            Ok(true) => {}
+            Ok(false) => {
+                m.absent.insert(hash.to_owned(), ());
+                return missing();
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "looking up a key missing from the cache failed");
+                return missing();
+            }
+        }
+        let _one_reload = m.reload.lock().await;
+        if let Ok(p) = self.principal(hash) {
+            return Ok(p);
+        }
+        match self.reload_identities().await {
+            Ok(_) => self.principal(hash),
+            Err(e) => {
+                tracing::warn!(error = %e, "reloading identities for a key found in the database failed");
+                missing()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_per_second_are_capped() {
+        let m = KeyMisses::new();
+        let granted = (0..LOOKUPS_PER_SECOND + 15)
+            .filter(|_| m.take_lookup())
+            .count() as u64;
+        assert_eq!(granted, LOOKUPS_PER_SECOND);
+        assert!(!m.take_lookup());
+    }
+}
