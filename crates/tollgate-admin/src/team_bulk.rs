@@ -9,8 +9,10 @@
 //! "updated_user", "updated_team_membership"}], "total_requested", "successful_additions",
 //! "failed_additions", "updated_team"}`; as in LiteLLM, a failure of the whole addition (an
 //! unknown team, a bad member) marks every member failed with the error's message and
-//! `updated_team: null`, still with status 200. Only an empty list and more than 500 members
-//! are refused (400) before anything is tried.
+//! `updated_team: null`, still with status 200. Members already in the team are skipped and
+//! reported failed (`User already in team. ...`); when every member is, the whole addition
+//! fails (LiteLLM's `team_member_add_duplication_check`). Only an empty list and more than 500
+//! members are refused (400) before anything is tried.
 
 use std::sync::Arc;
 
@@ -27,6 +29,7 @@ use tollgate_governance::store::{TeamMembership, User};
 use crate::error::{ApiError, ApiResult};
 use crate::members::{MemberBudget, MemberIn};
 use crate::team_members::{add_and_commit, added_object};
+use crate::team_reads::membership_object;
 use crate::{AdminContext, access, extract, live, teams};
 
 /// LiteLLM's `MAX_BATCH_SIZE` of the route.
@@ -93,47 +96,53 @@ async fn bulk_member_add(
         ..MemberBudget::default()
     };
     let team_id = req.team_id.clone().unwrap_or_default();
-    let results = match add(gov, &team_id, &members, &budget, &who.actor()).await {
-        Ok((team, users, memberships)) => {
-            let mut out = Vec::with_capacity(members.len());
-            for m in &members {
-                let user = users.iter().find(|u| {
+    let total = members.len();
+    let answer = match add(gov, &team_id, &members, &budget, &who.actor()).await {
+        Ok(added) => {
+            let mut results = Vec::with_capacity(total);
+            for (i, m) in members.iter().enumerate() {
+                if added.skipped.contains(&i) {
+                    let who = m.user_id.as_deref().or(m.user_email.as_deref());
+                    let error = format!(
+                        "User already in team. team_id={team_id}, user_id={}",
+                        who.unwrap_or_default()
+                    );
+                    results.push(result(m, Some(&error), None, None));
+                    continue;
+                }
+                let user = added.users.iter().find(|u| {
                     m.user_id.as_deref() == Some(u.user_id.as_str())
-                        || (m.user_email.is_some() && u.user_email == m.user_email)
+                        || (m.user_id.is_none() && u.user_email == m.user_email)
                 });
-                let membership = match user
-                    .and_then(|u| memberships.iter().find(|tm| tm.user_id == u.user_id))
-                {
-                    Some(tm) => Some(Value::Object(
-                        crate::team_reads::membership_object(gov, tm).await?,
-                    )),
+                let tm =
+                    user.and_then(|u| added.memberships.iter().find(|t| t.user_id == u.user_id));
+                let membership = match tm {
+                    Some(tm) => Some(Value::Object(membership_object(gov, tm).await?)),
                     None => None,
                 };
-                out.push(result(m, None, user, membership));
+                results.push(result(m, None, user, membership));
             }
-            tracing::info!(team_id = %team_id, count = members.len(), "team members added in bulk");
-            Ok((out, Value::Object(team)))
+            let failed = added.skipped.len();
+            tracing::info!(team_id = %team_id, added = total - failed, "team members added in bulk");
+            json!({
+                "team_id": req.team_id, "results": results, "total_requested": total,
+                "successful_additions": total - failed, "failed_additions": failed,
+                "updated_team": added.team,
+            })
         }
         Err(e) => {
-            let message = e.message.clone();
             tracing::info!(team_id = %team_id, status = e.status.as_u16(), "bulk member add failed");
-            Err(members
+            let results: Vec<Value> = members
                 .iter()
-                .map(|m| result(m, Some(&message), None, None))
-                .collect::<Vec<_>>())
+                .map(|m| result(m, Some(&e.message), None, None))
+                .collect();
+            json!({
+                "team_id": req.team_id, "results": results, "total_requested": total,
+                "successful_additions": 0, "failed_additions": total, "updated_team": null,
+            })
         }
     };
-    let total = members.len();
-    Ok(Json(match results {
-        Ok((results, team)) => json!({
-            "team_id": req.team_id, "results": results, "total_requested": total,
-            "successful_additions": total, "failed_additions": 0, "updated_team": team,
-        }),
-        Err(results) => json!({
-            "team_id": req.team_id, "results": results, "total_requested": total,
-            "successful_additions": 0, "failed_additions": total, "updated_team": null,
-        }),
-    }))
+    Ok(Json(answer))
 }
 
 /// Every user, as a member with role `user`, by `user_id`.
@@ -153,20 +162,53 @@ fn all_users(gov: &Governance) -> Vec<MemberIn> {
     users
 }
 
-/// Adds the members as `/team/member_add` does; returns its response object, users and
-/// memberships. Errors: 400 (no team id, bad member, already a member), 404 (team), 500.
+/// What a bulk addition did: the `/team/member_add` answer object, the users and memberships
+/// written, and the indexes of the members that were already in the team (skipped).
+struct Added {
+    team: Map<String, Value>,
+    users: Vec<User>,
+    memberships: Vec<TeamMembership>,
+    skipped: Vec<usize>,
+}
+
+/// Adds the members not yet in the team as `/team/member_add` does. Errors: 400 (no team id,
+/// bad member, every member already in the team), 404 (team), 500.
 async fn add(
     gov: &Governance,
     team_id: &str,
     members: &[MemberIn],
     budget: &MemberBudget,
     by: &str,
-) -> ApiResult<(Map<String, Value>, Vec<User>, Vec<TeamMembership>)> {
+) -> ApiResult<Added> {
     if team_id.is_empty() {
         return Err(ApiError::bad_request("team_id is required"));
     }
     let mut team = live::team_row(gov, &*teams::cached(gov, team_id)?).await?;
-    let (users, memberships) = add_and_commit(gov, &mut team, members, budget, by).await?;
+    let member = |m: &MemberIn| {
+        team.members_with_roles.iter().any(|x| {
+            (m.user_id.is_some() && x.user_id == m.user_id)
+                || (m.user_email.is_some() && x.user_email == m.user_email)
+        })
+    };
+    let skipped: Vec<usize> = (0..members.len())
+        .filter(|i| member(&members[*i]))
+        .collect();
+    let fresh: Vec<MemberIn> = (0..members.len())
+        .filter(|i| !skipped.contains(i))
+        .map(|i| members[i].clone())
+        .collect();
+    if fresh.is_empty() {
+        // LiteLLM's team_member_add_duplication_check
+        return Err(ApiError::bad_request(format!(
+            "All users are already in team. team_id={team_id}"
+        )));
+    }
+    let (users, memberships) = add_and_commit(gov, &mut team, &fresh, budget, by).await?;
     let team = added_object(gov, &team, &users, &memberships).await?;
-    Ok((team, users, memberships))
+    Ok(Added {
+        team,
+        users,
+        memberships,
+        skipped,
+    })
 }

@@ -227,7 +227,46 @@ async fn bulk_member_add_reports_each_member() {
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert_eq!(v["error"]["message"], "At least one member is required");
-    // all_users: every user (both) into a new team
+    // a member already in the team is skipped and reported failed; the others are added
+    let (s, v) = h
+        .post(
+            "/team/bulk_member_add",
+            json!({"team_id": "t", "members": [{"user_id": "u1"}, {"user_id": "u7"}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        (
+            v["successful_additions"].clone(),
+            v["failed_additions"].clone()
+        ),
+        (json!(1), json!(1)),
+        "{v}"
+    );
+    assert_eq!(
+        (
+            v["results"][0]["success"].clone(),
+            v["results"][0]["error"].clone()
+        ),
+        (
+            json!(false),
+            json!("User already in team. team_id=t, user_id=u1")
+        )
+    );
+    assert_eq!(v["results"][1]["updated_user"]["user_id"], "u7");
+    // all of them already in: the whole addition fails
+    let (_, v) = h
+        .post(
+            "/team/bulk_member_add",
+            json!({"team_id": "t", "members": [{"user_id": "u7"}]}),
+        )
+        .await;
+    assert_eq!(
+        v["results"][0]["error"], "All users are already in team. team_id=t",
+        "{v}"
+    );
+    assert_eq!(v["updated_team"], Value::Null);
+    // all_users: every user (three) into a new team
     h.post("/team/new", json!({"team_id": "t2"})).await;
     let (_, v) = h
         .post(
@@ -235,5 +274,5 @@ async fn bulk_member_add_reports_each_member() {
             json!({"team_id": "t2", "all_users": true}),
         )
         .await;
-    assert_eq!(v["successful_additions"], 2, "{v}");
+    assert_eq!(v["successful_additions"], 3, "{v}");
 }
