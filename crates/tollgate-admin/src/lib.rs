@@ -4,7 +4,7 @@
 //! (litellm-surface §4.3–§4.7): `/key/*`, `/team/*`, `/user/*`, `/customer/*` (and
 //! `/end_user/*`), `/budget/*`, `/tag/*`,
 //! `/organization/*`, `/spend/logs`, `/global/spend`, `/global/spend/report`,
-//! `/model/new|delete|info`, `/v1/model/info`.
+//! `/model/new|delete|info`, `/v1/model/info`, `/v2/model/info`.
 //!
 //! Every write goes to the [`tollgate_governance::store::GovernanceStore`] first, then to the
 //! in-process cache and the admission counters, so it is in force on the very next inference
@@ -14,18 +14,19 @@
 //! | file | routes |
 //! |---|---|
 //! | `keys.rs`, `key_reads.rs` | `/key/generate|update|delete|regenerate|block|unblock`, `/key/{key}/regenerate`, `/key/{key}/reset_spend`; `/key/info`, `/key/list` |
-//! | `teams.rs`, `team_reads.rs`, `team_members.rs` | `/team/new|update|delete|block|unblock`; `/team/info`, `/team/list`; `/team/member_add|member_update|member_delete` |
+//! | `teams.rs`, `team_delete.rs`, `team_reads.rs`, `team_members.rs`, `team_bulk.rs` | `/team/new|update|block|unblock`, `/team/delete`; `/team/info`, `/team/list`; `/team/member_add|member_update|member_delete`, `/team/bulk_member_add` |
 //! | `users.rs` | `/user/new|update|delete|info|list` |
 //! | `customers.rs` | `/customer/*` and `/end_user/*`: `new|update|delete|block|unblock|info|list` |
 //! | `budgets.rs` | `/budget/new|update|info|list|delete` |
 //! | `tags.rs` | `/tag/new|update|delete|info|list` |
 //! | `organizations.rs` | `/organization/new|update|delete|info|list` |
 //! | `spend.rs` | `/spend/logs`, `/global/spend`, `/global/spend/report` |
-//! | `models.rs` | `/model/info`, `/v1/model/info`, `/model/new`, `/model/delete` |
+//! | `models.rs`, `models_v2.rs` | `/model/info`, `/v1/model/info`, `/model/new`, `/model/delete`; `/v2/model/info` |
 //!
 //! Shared pieces: `access.rs` (roles → 403), `error.rs` (error JSON), `extract.rs` (bodies,
 //! queries, durations), `write.rs` (store-then-cache batches), `live.rs` (live spend and budget
-//! windows from the admission counters), `members.rs` (team membership rules),
+//! windows from the admission counters), `members.rs` (team membership rules), `team_join.rs` (adding members), `team_member_budget.rs`
+//! (a team's default member budget),
 //! `key_fields.rs` / `key_view.rs` (key request fields and key JSON), `served.rs` (warnings for
 //! per-model budgets no model serves).
 //!
@@ -46,10 +47,15 @@ mod keys;
 mod live;
 mod members;
 mod models;
+mod models_v2;
 mod organizations;
 mod served;
 mod spend;
 mod tags;
+mod team_bulk;
+mod team_delete;
+mod team_join;
+mod team_member_budget;
 mod team_members;
 mod team_reads;
 mod teams;
@@ -161,7 +167,7 @@ pub struct AdminContext {
 }
 
 /// The first path segment of every route [`router`] serves (`/key/generate` → `key`;
-/// `/v1/model/info` counts as `/model/info`). The server answers these paths with a pointer to
+/// `/v1/model/info` and `/v2/model/info` count as `/model/info`). The server answers these paths with a pointer to
 /// `master_key` when governance is off, rather than a bare 404.
 pub const ROUTE_SEGMENTS: &[&str] = &[
     "budget",
@@ -180,7 +186,10 @@ pub const ROUTE_SEGMENTS: &[&str] = &[
 /// Whether `path` (a request path, e.g. `/key/generate`) lies under one of
 /// [`ROUTE_SEGMENTS`].
 pub fn is_management_path(path: &str) -> bool {
-    let path = path.strip_prefix("/v1").unwrap_or(path);
+    let path = path
+        .strip_prefix("/v1")
+        .or_else(|| path.strip_prefix("/v2"))
+        .unwrap_or(path);
     let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
     ROUTE_SEGMENTS.contains(&first)
 }
@@ -194,6 +203,9 @@ pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
         .merge(teams::routes())
         .merge(team_reads::routes())
         .merge(team_members::routes())
+        .merge(team_delete::routes())
+        .merge(team_bulk::routes())
+        .merge(models_v2::routes())
         .merge(users::routes())
         .merge(customers::routes())
         .merge(budgets::routes())
@@ -244,6 +256,7 @@ mod route_segment_tests {
             assert!(!is_management_path(p), "{p}");
         }
         assert!(is_management_path("/v1/model/info"));
+        assert!(is_management_path("/v2/model/info"));
         assert!(is_management_path("/key/generate"));
     }
 }

@@ -100,6 +100,8 @@ async fn save(
         o.metadata = Value::Object(v.clone());
     }
     let now = gov.admission().now();
+    o.updated_at = Some(now);
+    o.updated_by = Some(who.to_owned());
     let tier = req
         .tier
         .apply(&gov.cache().read(), o.budget_id.as_deref(), true, now, who)?;
@@ -120,9 +122,12 @@ async fn save(
     Ok(o)
 }
 
-/// `POST /organization/new` `{"organization_id"? (default: a UUID), "organization_alias"?,
+/// `POST /organization/new` `{"organization_id"? (default: a UUID), "organization_alias",
 /// "models"?, "metadata"?, "max_budget"?, "budget_duration"?, "tpm_limit"?, "rpm_limit"?}` →
-/// the organization object. Errors: 400 (existing id, bad duration), 401, 403, 500.
+/// the organization object, with every NOT NULL column of LiteLLM's
+/// `"LiteLLM_OrganizationTable"` written (`organization_alias`, `budget_id`, `created_by`,
+/// `updated_at`, `updated_by`; litellm/proxy/schema.prisma). Errors: 400 (no alias, existing
+/// id, bad duration), 401, 403, 500.
 async fn new(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -135,14 +140,22 @@ async fn new(
         .clone()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(extract::new_id);
+    // LiteLLM's `NewOrganizationRequest` requires it; its column is NOT NULL
+    if req.organization_alias.as_deref().is_none_or(str::is_empty) {
+        return Err(ApiError::bad_request("organization_alias is required"));
+    }
     if ctx.gov.cache().read().organizations.contains_key(&id) {
         return Err(ApiError::bad_request(format!(
             "Organization already exists, passed organization_id={id}"
         )));
     }
+    // LiteLLM's schema has these NOT NULL (litellm/proxy/schema.prisma,
+    // LiteLLM_OrganizationTable); `created_at` is when the row is first written
     let o = Organization {
         organization_id: id.clone(),
         metadata: json!({}),
+        created_at: Some(ctx.gov.admission().now()),
+        created_by: Some(who.actor()),
         ..Organization::default()
     };
     let o = save(&ctx, &who.actor(), &req, o).await?;

@@ -11,16 +11,15 @@ use axum::routing::post;
 use axum::{Json, Router};
 use http::HeaderMap;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use tollgate_governance::admission::{ScopeKey, WindowPlan};
+use serde_json::{Map, Value, json};
 use tollgate_governance::runtime::Governance;
-use tollgate_governance::store::TeamMembership;
+use tollgate_governance::store::{Team, TeamMembership, User};
 
 use crate::error::{ApiError, ApiResult};
 use crate::members::{self, MemberBudget, MemberIn};
 use crate::team_reads::membership_object;
 use crate::write::Batch;
-use crate::{AdminContext, access, extract, live, teams};
+use crate::{AdminContext, access, extract, live, team_join, team_member_budget, teams};
 
 /// The membership routes.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -46,30 +45,10 @@ struct AddBody {
     budget: MemberBudget,
 }
 
-/// Applies the member's budget window change (after the rows are stored and cached) to every
-/// scope following the member's tier (the member's own, unless the tier is shared).
-async fn start_window(
-    gov: &Governance,
-    m: &TeamMembership,
-    plan: &WindowPlan,
-) -> Result<(), ApiError> {
-    match m.budget_id.as_deref() {
-        Some(id) => live::arm_tier(gov, Some(id), Some(plan)).await?,
-        None => {
-            live::arm(
-                gov,
-                &ScopeKey::team_member(&m.team_id, &m.user_id),
-                Some(plan),
-            )
-            .await?
-        }
-    }
-    Ok(())
-}
-
 /// `POST /team/member_add` `{"team_id", "member": {"user_id"|"user_email", "role"} | [...],
 /// "max_budget_in_team"?, "budget_duration"?, "tpm_limit"?, "rpm_limit"?}`: adds the members
-/// (creating missing users), each with its own budget tier when budget fields are given.
+/// (creating missing users), each with its own budget tier when budget fields are given, else
+/// with a copy of the team's default member tier (`team_member_budget`), else none.
 /// Returns the team object plus `updated_users` and `updated_team_memberships` (LiteLLM's
 /// `TeamAddMemberResponse`). Errors: 400 (bad body, already a member), 401, 403, 404 (team),
 /// 500.
@@ -90,44 +69,23 @@ async fn member_add(
     };
     let gov = &ctx.gov;
     let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?).await?;
-    let now = gov.admission().now();
-    let by = who.actor();
-    let mut batch = Batch::default();
-    let mut windows = Vec::new();
-    {
-        let e = gov.cache().read();
-        for m in &list {
-            let mut user = members::resolve_user(&e, m)?;
-            let tier = req.budget.tier(None, now, &by)?;
-            let budget_id = tier.as_ref().map(|(t, _)| t.budget_id.clone());
-            let membership = members::join(&e, &mut team, &mut user, m.role()?, budget_id)?;
-            if let Some((t, window)) = tier {
-                if let Some(w) = window {
-                    windows.push((membership.clone(), w));
-                }
-                batch.budgets.push(t);
-            }
-            batch.users.push(user);
-            batch.memberships.push(membership);
-        }
-    }
-    // live spend read after the cache's guard is dropped (no guard is held across an await)
-    for u in &mut batch.users {
-        *u = live::user_row(gov, u).await?;
-    }
-    for m in &mut batch.memberships {
-        *m = live::membership_row(gov, m).await?;
-    }
-    team.updated_at = Some(now);
-    batch.teams.push(team.clone());
-    let users = batch.users.clone();
-    let memberships = batch.memberships.clone();
-    batch.commit(gov).await?;
-    for (m, w) in &windows {
-        start_window(gov, m, w).await?;
-    }
+    let (users, memberships) =
+        add_and_commit(gov, &mut team, &list, &req.budget, &who.actor()).await?;
     tracing::info!(team_id = %team_id, count = list.len(), "team members added");
-    let mut out = teams::object(gov, &team).await?;
+    Ok(Json(Value::Object(
+        added_object(gov, &team, &users, &memberships).await?,
+    )))
+}
+
+/// LiteLLM's `TeamAddMemberResponse`: the team object plus `updated_users` (user rows) and
+/// `updated_team_memberships` (memberships with their `litellm_budget_table`).
+pub(crate) async fn added_object(
+    gov: &Governance,
+    team: &Team,
+    users: &[User],
+    memberships: &[TeamMembership],
+) -> Result<Map<String, Value>, ApiError> {
+    let mut out = teams::object(gov, team).await?;
     out.insert(
         "updated_users".into(),
         users
@@ -144,7 +102,40 @@ async fn member_add(
             .await?,
         ),
     );
-    Ok(Json(Value::Object(out)))
+    Ok(out)
+}
+
+/// Adds `list` to `team` ([`team_join::add`]), stores and caches the rows, starts the
+/// members' windows. Returns the users and memberships written. Errors: 400, 500.
+pub(crate) async fn add_and_commit(
+    gov: &Governance,
+    team: &mut Team,
+    list: &[MemberIn],
+    budget: &MemberBudget,
+    by: &str,
+) -> ApiResult<(Vec<User>, Vec<TeamMembership>)> {
+    let now = gov.admission().now();
+    let mut batch = Batch::default();
+    let windows = {
+        let e = gov.cache().read();
+        let default = team_member_budget::default_tier(&e, team);
+        team_join::add(
+            &e,
+            team,
+            (list, budget, default.as_ref()),
+            now,
+            by,
+            &mut batch,
+        )?
+    };
+    team_join::refresh(gov, &mut batch).await?;
+    team.updated_at = Some(now);
+    batch.teams.push(team.clone());
+    let users = batch.users.clone();
+    let memberships = batch.memberships.clone();
+    batch.commit(gov).await?;
+    windows.arm(gov).await?;
+    Ok((users, memberships))
 }
 
 #[derive(Debug, Deserialize)]
@@ -227,7 +218,7 @@ async fn member_update(
     };
     batch.commit(gov).await?;
     if let Some(w) = &window {
-        start_window(gov, &membership, w).await?;
+        team_join::start_window(gov, &membership, w).await?;
     }
     tracing::info!(team_id = %team_id, user_id = %user_id, "team member updated");
     Ok(Json(json!({

@@ -12,7 +12,7 @@ use tollgate_governance::runtime::Governance;
 use tollgate_governance::store::{Team, TeamMembership, VerificationToken};
 
 use crate::error::{ApiError, ApiResult};
-use crate::{AdminContext, access, extract, key_view, live, teams};
+use crate::{AdminContext, access, extract, key_view, live, team_member_budget, teams};
 
 /// The team routes that read.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -91,7 +91,8 @@ fn may_read(w: &access::Who, team: &Team) -> bool {
 }
 
 /// `GET /team/info?team_id=` (default: the calling key's team) →
-/// `{"team_id", "team_info": team object, "keys": [key objects], "team_memberships": [...]}`.
+/// `{"team_id", "team_info": team object with `team_member_budget_table` (the default member
+/// tier, or `null`), "keys": [key objects], "team_memberships": [...]}`.
 /// A non-admin may read its own team only (403). Errors: 400, 401, 403, 404.
 async fn info(
     State(ctx): State<Arc<AdminContext>>,
@@ -116,9 +117,15 @@ async fn info(
         )));
     }
     let (keys, memberships) = keys_and_memberships(gov, &id).await?;
+    let mut info = teams::object(gov, &team).await?;
+    let default = team_member_budget::default_tier(&gov.cache().read(), &team);
+    info.insert(
+        "team_member_budget_table".into(),
+        default.map_or(Value::Null, |t| Value::Object(extract::object(&t))),
+    );
     Ok(Json(json!({
         "team_id": id,
-        "team_info": teams::object(gov, &team).await?,
+        "team_info": info,
         "keys": keys,
         "team_memberships": memberships,
     })))

@@ -1,5 +1,5 @@
-//! Team writes (litellm-surface §4.4): `POST /team/new`, `/team/update`, `/team/delete`,
-//! `/team/block`, `/team/unblock`. Admin only.
+//! Team writes (litellm-surface §4.4): `POST /team/new`, `/team/update`, `/team/block`,
+//! `/team/unblock` (`/team/delete` is in `team_delete.rs`). Admin only.
 //!
 //! Units: budgets USD, `tpm_limit` tokens per minute, `rpm_limit` requests per minute.
 //! `model_aliases`, `model_rpm_limit`, `model_tpm_limit` and `tags` are kept in the team's
@@ -18,19 +18,19 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::{Entities, Governance};
-use tollgate_governance::store::{Team, User};
+use tollgate_governance::store::Team;
 
 use crate::error::{ApiError, ApiResult};
-use crate::members::{self, MemberIn};
+use crate::members::{MemberBudget, MemberIn};
+use crate::team_member_budget::{self, DefaultFields};
 use crate::write::Batch;
-use crate::{AdminContext, access, extract, live};
+use crate::{AdminContext, access, extract, live, team_join};
 
 /// The team routes that write.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
     Router::new()
         .route("/team/new", post(new))
         .route("/team/update", post(update))
-        .route("/team/delete", post(delete))
         .route("/team/block", post(block))
         .route("/team/unblock", post(unblock))
 }
@@ -89,6 +89,10 @@ struct TeamFields {
     blocked: Option<bool>,
     /// `/team/new` only (members are changed with `/team/member_*` afterwards).
     members_with_roles: Option<Vec<MemberIn>>,
+    /// The default member budget (`team_member_budget`, `team_member_rpm_limit`,
+    /// `team_member_tpm_limit`).
+    #[serde(flatten)]
+    member_defaults: DefaultFields,
 }
 
 impl TeamFields {
@@ -194,10 +198,11 @@ async fn new(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    access::admin(&ctx, &headers, "/team/new")?;
+    let who = access::admin(&ctx, &headers, "/team/new")?;
     let req: TeamFields = extract::body(&body)?;
     let gov = &ctx.gov;
     let now = gov.admission().now();
+    let by = who.actor();
     let mut team = Team {
         team_id: req.team_id.clone().unwrap_or_else(extract::new_id),
         model_spend: json!({}),
@@ -207,7 +212,7 @@ async fn new(
         ..Team::default()
     };
     let mut batch = Batch::default();
-    let window = {
+    let (window, members) = {
         let e = gov.cache().read();
         if e.teams.contains_key(&team.team_id) {
             return Err(ApiError::bad_request(format!(
@@ -216,21 +221,35 @@ async fn new(
             )));
         }
         let window = req.apply(&e, &mut team, now, true)?;
-        for m in req.members_with_roles.iter().flatten() {
-            let mut user = members::resolve_user(&e, m)?;
-            let membership = members::join(&e, &mut team, &mut user, m.role()?, None)?;
-            batch.memberships.push(membership);
-            batch.users.push(user);
-        }
-        window
+        let duration = team.budget_duration.clone();
+        let default = team_member_budget::upsert_default(
+            &e,
+            &mut team,
+            &req.member_defaults,
+            duration.as_deref(),
+            now,
+            &by,
+        )?;
+        // the members join after the default exists, so they get copies of it (LiteLLM adds
+        // them after creating the team row)
+        let list = req.members_with_roles.clone().unwrap_or_default();
+        let no_budget = MemberBudget::default();
+        let members = team_join::add(
+            &e,
+            &mut team,
+            (&list, &no_budget, default.as_ref()),
+            now,
+            &by,
+            &mut batch,
+        )?;
+        batch.budgets.extend(default);
+        (window, members)
     };
-    // live spend read after the cache's guard is dropped (no guard is held across an await)
-    for u in &mut batch.users {
-        *u = live::user_row(gov, u).await?;
-    }
+    team_join::refresh(gov, &mut batch).await?;
     batch.teams.push(team.clone());
     batch.commit(gov).await?;
     start_window(gov, &team, window.as_ref()).await?;
+    members.arm(gov).await?;
     tracing::info!(team_id = %team.team_id, "team created");
     Ok(Json(Value::Object(object(gov, &team).await?)))
 }
@@ -242,25 +261,39 @@ async fn update(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    access::admin(&ctx, &headers, "/team/update")?;
+    let who = access::admin(&ctx, &headers, "/team/update")?;
     let req: TeamFields = extract::body(&body)?;
     let id = req
         .team_id
         .clone()
         .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
-    let team = change(&ctx, &id, &req).await?;
+    let team = change(&ctx, &id, &req, &who.actor()).await?;
     Ok(Json(
         json!({"team_id": id, "data": object(&ctx.gov, &team).await?}),
     ))
 }
 
-/// Applies `req` to the cached team `id` and saves it.
-async fn change(ctx: &AdminContext, id: &str, req: &TeamFields) -> ApiResult<Team> {
+/// Applies `req` to the cached team `id` (its default member tier changed in place, or
+/// created with the window the team had) and saves it; `by` writes the tier.
+async fn change(ctx: &AdminContext, id: &str, req: &TeamFields, by: &str) -> ApiResult<Team> {
     let gov = &ctx.gov;
     let mut team = live::team_row(gov, &*cached(gov, id)?).await?;
     let now = gov.admission().now();
-    let window = req.apply(&gov.cache().read(), &mut team, now, false)?;
+    let (window, default) = {
+        let e = gov.cache().read();
+        let duration = team.budget_duration.clone();
+        let default = team_member_budget::upsert_default(
+            &e,
+            &mut team,
+            &req.member_defaults,
+            duration.as_deref(),
+            now,
+            by,
+        )?;
+        (req.apply(&e, &mut team, now, false)?, default)
+    };
     Batch {
+        budgets: default.into_iter().collect(),
         teams: vec![team.clone()],
         ..Batch::default()
     }
@@ -288,7 +321,7 @@ async fn set_blocked(
     } else {
         "/team/unblock"
     };
-    access::admin(ctx, headers, route)?;
+    let who = access::admin(ctx, headers, route)?;
     let r: TeamRef = extract::body(body)?;
     let id = r
         .team_id
@@ -297,7 +330,7 @@ async fn set_blocked(
         blocked: Some(blocked),
         ..TeamFields::default()
     };
-    let team = change(ctx, &id, &req).await?;
+    let team = change(ctx, &id, &req, &who.actor()).await?;
     Ok(Json(Value::Object(object(&ctx.gov, &team).await?)))
 }
 
@@ -318,67 +351,4 @@ async fn unblock(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     set_blocked(&ctx, &headers, &body, false).await
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct DeleteBody {
-    team_ids: Vec<String>,
-}
-
-/// `POST /team/delete` `{"team_ids": [...]}`: deletes the teams with their keys and
-/// memberships, and removes them from their users' `teams` (LiteLLM's `delete_team`).
-/// Returns `{"deleted_teams": [ids]}`. All or nothing. Errors: 400 (empty list), 404 (a team
-/// unknown), 401, 403, 500.
-async fn delete(
-    State(ctx): State<Arc<AdminContext>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<Json<Value>> {
-    let who = access::admin(&ctx, &headers, "/team/delete")?;
-    let req: DeleteBody = extract::body(&body)?;
-    if req.team_ids.is_empty() {
-        return Err(ApiError::bad_request("team_ids is required"));
-    }
-    let gov = &ctx.gov;
-    let mut batch = Batch {
-        deleted_by: Some(who.actor()),
-        delete_teams: req.team_ids.clone(),
-        ..Batch::default()
-    };
-    {
-        let e = gov.cache().read();
-        if let Some(missing) = req.team_ids.iter().find(|t| !e.teams.contains_key(*t)) {
-            return Err(ApiError::not_found(format!(
-                "Team not found, passed team_id={missing}"
-            )));
-        }
-        let gone = |t: &Option<String>| t.as_ref().is_some_and(|t| req.team_ids.contains(t));
-        batch.delete_keys = e
-            .keys
-            .values()
-            .filter(|k| gone(&k.team_id))
-            .map(|k| k.token.clone())
-            .collect();
-        batch.delete_memberships = e
-            .memberships
-            .keys()
-            .filter(|(t, _)| req.team_ids.contains(t))
-            .cloned()
-            .collect();
-        for u in e.users.values() {
-            if u.teams.iter().any(|t| req.team_ids.contains(t)) {
-                let mut u = User::clone(u);
-                u.teams.retain(|t| !req.team_ids.contains(t));
-                batch.users.push(u);
-            }
-        }
-    }
-    // live spend read after the cache's guard is dropped (no guard is held across an await)
-    for u in &mut batch.users {
-        *u = live::user_row(gov, u).await?;
-    }
-    batch.commit(gov).await?;
-    tracing::info!(count = req.team_ids.len(), "teams deleted");
-    Ok(Json(json!({"deleted_teams": req.team_ids})))
 }

@@ -22,7 +22,9 @@ use tollgate_governance::store::{SecretKey, Team, User, VerificationToken};
 use crate::error::{ApiError, ApiResult};
 use crate::key_fields::{KeyFields, new_row};
 use crate::write::Batch;
-use crate::{AdminContext, access, extract, key_view, live, members, teams};
+use crate::{
+    AdminContext, access, extract, key_view, live, members, team_join, team_member_budget, teams,
+};
 
 /// The user routes.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -201,6 +203,7 @@ async fn new(
         .auto_create_key
         .unwrap_or(true)
         .then(SecretKey::generate);
+    let mut member_windows = Vec::new();
     let window = {
         let e = gov.cache().read();
         if e.users.contains_key(&user_id) {
@@ -218,7 +221,16 @@ async fn new(
                 ApiError::bad_request(format!("Team not found, passed team_id={t}"))
             })?;
             let mut team = Team::clone(team);
-            let m = members::join(&e, &mut team, &mut user, "user".into(), None)?;
+            // a copy of the team's default member tier, as for any member added
+            let default = team_member_budget::default_tier(&e, &team);
+            let no_budget = members::MemberBudget::default();
+            let tier = team_member_budget::member_tier(&no_budget, default.as_ref(), now, &by)?;
+            let budget_id = tier.as_ref().map(|(t, _)| t.budget_id.clone());
+            let m = members::join(&e, &mut team, &mut user, "user".into(), budget_id)?;
+            if let Some((t, w)) = tier {
+                member_windows.extend(w.map(|w| (m.clone(), w)));
+                batch.budgets.push(t);
+            }
             batch.memberships.push(m);
             batch.teams.push(team);
         }
@@ -246,6 +258,9 @@ async fn new(
     let key_row = batch.keys.first().cloned();
     batch.commit(gov).await?;
     start_window(gov, &req, &user, window.as_ref()).await?;
+    for (m, w) in &member_windows {
+        team_join::start_window(gov, m, w).await?;
+    }
     tracing::info!(user_id = %user_id, "user created");
     let mut out = match (&key_row, &secret) {
         (Some(k), Some(s)) => key_view::generated(gov, k, s, req.duration.as_deref()).await?,

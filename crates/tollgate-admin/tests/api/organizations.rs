@@ -24,11 +24,16 @@ async fn organization_crud_and_key_scope() {
     let budget_id = o["budget_id"].as_str().unwrap().to_owned();
     let tier = o["litellm_budget_table"].clone();
     assert_eq!(
-        without(&o, &["litellm_budget_table"]),
+        without(&o, &["litellm_budget_table", "created_at", "updated_at"]),
         json!({
             "organization_id": "org-1", "organization_alias": "Acme", "budget_id": budget_id,
-            "models": ["mock-gpt"], "spend": 0.0, "metadata": {"region": "eu"}
+            "models": ["mock-gpt"], "spend": 0.0, "metadata": {"region": "eu"},
+            "created_by": "litellm-proxy-master-key", "updated_by": "litellm-proxy-master-key"
         })
+    );
+    assert!(
+        o["created_at"].is_string() && o["updated_at"].is_string(),
+        "{o}"
     );
     assert_eq!(
         without(&tier, &["created_at", "updated_at"]),
@@ -48,12 +53,21 @@ async fn organization_crud_and_key_scope() {
     let (_, list) = h.get("/organization/list").await;
     assert_eq!(list, json!([o]));
     let (s, _) = h
-        .post("/organization/new", json!({"organization_id": "org-1"}))
+        .post(
+            "/organization/new",
+            json!({"organization_id": "org-1", "organization_alias": "Again"}),
+        )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "exists");
+    // LiteLLM requires the alias (a NOT NULL column)
+    let (s, e) = h.post("/organization/new", json!({})).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(e["error"]["message"], "organization_alias is required");
 
     // an org without limits still gets a tier; the id defaults to a uuid
-    let (s, o2) = h.post("/organization/new", json!({})).await;
+    let (s, o2) = h
+        .post("/organization/new", json!({"organization_alias": "Beta"}))
+        .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(o2["organization_id"].as_str().unwrap().len(), 36);
     assert_eq!(o2["litellm_budget_table"]["max_budget"], json!(null));

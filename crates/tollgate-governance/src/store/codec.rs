@@ -342,6 +342,10 @@ impl ToRow for Organization {
             Val::Arr(self.models.clone()),
             Val::Float(Some(self.spend)),
             Val::Json(self.metadata.clone()),
+            Val::Time(self.created_at),
+            s(&self.created_by),
+            Val::Time(self.updated_at),
+            s(&self.updated_by),
         ]
     }
     fn from_row(r: &dyn GetCol) -> Result<Self, StoreError> {
@@ -352,6 +356,10 @@ impl ToRow for Organization {
             models: r.arr("models")?,
             spend: r.float("spend")?.unwrap_or(0.0),
             metadata: obj(r, "metadata")?,
+            created_at: r.time("created_at")?,
+            created_by: r.text("created_by")?,
+            updated_at: r.time("updated_at")?,
+            updated_by: r.text("updated_by")?,
         })
     }
 }

@@ -346,6 +346,14 @@ pub struct Organization {
     pub spend: f64,
     /// Metadata JSON.
     pub metadata: Value,
+    /// Creation time (`NOT NULL` in LiteLLM's schema, default now).
+    pub created_at: Option<DateTime<Utc>>,
+    /// Creator: a user id or the master-key alias (`NOT NULL` in LiteLLM's schema).
+    pub created_by: Option<String>,
+    /// Last update (`NOT NULL` in LiteLLM's schema, no default: Prisma's `@updatedAt`).
+    pub updated_at: Option<DateTime<Utc>>,
+    /// Last updater (`NOT NULL` in LiteLLM's schema).
+    pub updated_by: Option<String>,
 }
 
 /// `"LiteLLM_TagTable"`.

@@ -231,6 +231,10 @@ pub const ORGANIZATION: Table = Table {
         ("models", TextArray, ""),
         ("spend", Float, "0"),
         ("metadata", Json, ""),
+        ("created_at", Time, ""),
+        ("created_by", Text, ""),
+        ("updated_at", Time, ""),
+        ("updated_by", Text, ""),
     ],
 };
 
