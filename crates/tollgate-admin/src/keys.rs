@@ -285,9 +285,13 @@ struct DeleteBody {
 
 /// `POST /key/delete` `{"keys": [sk-… or hash]}` or `{"key_aliases": [...]}`: moves the keys
 /// to `"LiteLLM_DeletedVerificationToken"`; `/key/info` then reports `status: deleted`.
-/// Returns `{"deleted_keys": [hashes]}` (LiteLLM echoes what was passed; hashes here, so no
-/// plaintext key is sent back). All or nothing. Errors: 400 (neither list), 404 (a key or alias
-/// unknown), 401, 403, 500.
+/// Returns `{"deleted_keys": [...]}` echoing the list acted on, as LiteLLM's `delete_key_fn`
+/// (`litellm/proxy/management_endpoints/key_management_endpoints.py`): `keys` when it is
+/// non-empty (`key_aliases` is then not read), else `key_aliases` as sent. One difference: a
+/// plaintext `sk-…` in `keys` is answered by its hash (LiteLLM echoes the plaintext), so no
+/// response but a key's creation carries a plaintext key; hashes are echoed as sent. All or
+/// nothing.
+/// Errors: 400 (neither list), 404 (a key or alias unknown), 401, 403, 500.
 async fn delete(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -295,27 +299,24 @@ async fn delete(
 ) -> ApiResult<Json<Value>> {
     let who = access::admin(&ctx, &headers, "/key/delete")?;
     let req: DeleteBody = extract::body(&body)?;
+    let keys = req.keys.filter(|k| !k.is_empty());
+    let aliases = req.key_aliases.filter(|a| !a.is_empty());
     let mut hashes = Vec::new();
-    for k in req.keys.iter().flatten() {
-        hashes.push(key_hash(k)?);
-    }
+    let echoed = match (keys, aliases) {
+        (Some(keys), _) => {
+            for k in &keys {
+                hashes.push(key_hash(k)?);
+            }
+            hashes.clone()
+        }
+        (None, Some(aliases)) => {
+            hashes = alias_hashes(&ctx, &aliases)?;
+            aliases
+        }
+        (None, None) => return Err(ApiError::bad_request("keys or key_aliases is required")),
+    };
     {
         let e = ctx.gov.cache().read();
-        for a in req.key_aliases.iter().flatten() {
-            let found: Vec<String> = e
-                .keys
-                .values()
-                .filter(|k| k.key_alias.as_deref() == Some(a.as_str()))
-                .map(|k| k.token.clone())
-                .collect();
-            if found.is_empty() {
-                return Err(ApiError::not_found(format!("Key not found. key_alias={a}")));
-            }
-            hashes.extend(found);
-        }
-        if hashes.is_empty() {
-            return Err(ApiError::bad_request("keys or key_aliases is required"));
-        }
         if let Some(missing) = hashes.iter().find(|h| !e.keys.contains_key(*h)) {
             return Err(ApiError::not_found(format!(
                 "Key not found. token={missing}"
@@ -332,7 +333,26 @@ async fn delete(
     .commit(&ctx.gov)
     .await?;
     tracing::info!(count = hashes.len(), "virtual keys deleted");
-    Ok(Json(json!({"deleted_keys": hashes})))
+    Ok(Json(json!({"deleted_keys": echoed})))
+}
+
+/// The hashes of the keys with these aliases. Errors: 404 naming an alias no key has.
+fn alias_hashes(ctx: &AdminContext, aliases: &[String]) -> ApiResult<Vec<String>> {
+    let e = ctx.gov.cache().read();
+    let mut out = Vec::new();
+    for a in aliases {
+        let before = out.len();
+        out.extend(
+            e.keys
+                .values()
+                .filter(|k| k.key_alias.as_deref() == Some(a.as_str()))
+                .map(|k| k.token.clone()),
+        );
+        if out.len() == before {
+            return Err(ApiError::not_found(format!("Key not found. key_alias={a}")));
+        }
+    }
+    Ok(out)
 }
 
 /// `POST /key/regenerate` `{"key", "new_key"?, …fields}`.
