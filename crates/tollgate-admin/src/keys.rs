@@ -1,5 +1,5 @@
 //! Virtual key writes (litellm-surface §4.3): `POST /key/generate`, `/key/update`,
-//! `/key/delete`, `/key/regenerate` (and `/key/{key}/regenerate`), `/key/block`,
+//! `/key/delete` (in `key_delete.rs`), `/key/regenerate` (and `/key/{key}/regenerate`), `/key/block`,
 //! `/key/unblock`, `/key/{key}/reset_spend`. Admin only.
 //!
 //! Keys are `sk-` + 22 random URL-safe characters ([`SecretKey::generate`]) or a custom `sk-…`
@@ -22,14 +22,14 @@ use tollgate_governance::store::{SecretKey, VerificationToken, hash_key, is_key_
 use crate::error::{ApiError, ApiResult};
 use crate::key_fields::{KeyFields, KeyPlan, new_row};
 use crate::write::Batch;
-use crate::{AdminContext, access, extract, key_view, live, served};
+use crate::{AdminContext, access, extract, key_delete, key_view, live, served};
 
 /// The key routes that write.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
     Router::new()
         .route("/key/generate", post(generate))
         .route("/key/update", post(update))
-        .route("/key/delete", post(delete))
+        .route("/key/delete", post(key_delete::delete))
         .route("/key/regenerate", post(regenerate))
         .route("/key/{key}/regenerate", post(regenerate_path))
         .route("/key/block", post(block))
@@ -273,86 +273,6 @@ async fn unblock(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     set_blocked(&ctx, &headers, &body, false).await
-}
-
-/// `/key/delete` body.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct DeleteBody {
-    keys: Option<Vec<String>>,
-    key_aliases: Option<Vec<String>>,
-}
-
-/// `POST /key/delete` `{"keys": [sk-… or hash]}` or `{"key_aliases": [...]}`: moves the keys
-/// to `"LiteLLM_DeletedVerificationToken"`; `/key/info` then reports `status: deleted`.
-/// Returns `{"deleted_keys": [...]}` echoing the list acted on, as LiteLLM's `delete_key_fn`
-/// (`litellm/proxy/management_endpoints/key_management_endpoints.py`): `keys` when it is
-/// non-empty (`key_aliases` is then not read), else `key_aliases` as sent. One difference: a
-/// plaintext `sk-…` in `keys` is answered by its hash (LiteLLM echoes the plaintext), so no
-/// response but a key's creation carries a plaintext key; hashes are echoed as sent. All or
-/// nothing.
-/// Errors: 400 (neither list), 404 (a key or alias unknown), 401, 403, 500.
-async fn delete(
-    State(ctx): State<Arc<AdminContext>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<Json<Value>> {
-    let who = access::admin(&ctx, &headers, "/key/delete")?;
-    let req: DeleteBody = extract::body(&body)?;
-    let keys = req.keys.filter(|k| !k.is_empty());
-    let aliases = req.key_aliases.filter(|a| !a.is_empty());
-    let mut hashes = Vec::new();
-    let echoed = match (keys, aliases) {
-        (Some(keys), _) => {
-            for k in &keys {
-                hashes.push(key_hash(k)?);
-            }
-            hashes.clone()
-        }
-        (None, Some(aliases)) => {
-            hashes = alias_hashes(&ctx, &aliases)?;
-            aliases
-        }
-        (None, None) => return Err(ApiError::bad_request("keys or key_aliases is required")),
-    };
-    {
-        let e = ctx.gov.cache().read();
-        if let Some(missing) = hashes.iter().find(|h| !e.keys.contains_key(*h)) {
-            return Err(ApiError::not_found(format!(
-                "Key not found. token={missing}"
-            )));
-        }
-    }
-    hashes.sort();
-    hashes.dedup();
-    Batch {
-        delete_keys: hashes.clone(),
-        deleted_by: Some(who.actor()),
-        ..Batch::default()
-    }
-    .commit(&ctx.gov)
-    .await?;
-    tracing::info!(count = hashes.len(), "virtual keys deleted");
-    Ok(Json(json!({"deleted_keys": echoed})))
-}
-
-/// The hashes of the keys with these aliases. Errors: 404 naming an alias no key has.
-fn alias_hashes(ctx: &AdminContext, aliases: &[String]) -> ApiResult<Vec<String>> {
-    let e = ctx.gov.cache().read();
-    let mut out = Vec::new();
-    for a in aliases {
-        let before = out.len();
-        out.extend(
-            e.keys
-                .values()
-                .filter(|k| k.key_alias.as_deref() == Some(a.as_str()))
-                .map(|k| k.token.clone()),
-        );
-        if out.len() == before {
-            return Err(ApiError::not_found(format!("Key not found. key_alias={a}")));
-        }
-    }
-    Ok(out)
 }
 
 /// `POST /key/regenerate` `{"key", "new_key"?, …fields}`.
