@@ -16,7 +16,8 @@
 //! with `max_tokens: 8` (8 completion tokens on the mock) costs exactly 0.002 USD. The SQLite
 //! variants use a file in a temporary directory (kept across the restart); with
 //! `TOLLGATE_TEST_DATABASE_URL` set, the `_postgres` variants run each in a fresh database and
-//! also read the stored `metadata` column.
+//! also read the stored `metadata` column; with `TOLLGATE_TEST_REDIS_URL` too, two replicas
+//! share one `tag_per_key` counter in Redis.
 #![expect(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -25,6 +26,8 @@
 
 #[path = "common/governance.rs"]
 mod gov;
+#[path = "common/redis.rs"]
+mod redis_support;
 
 use chrono::Utc;
 use gov::*;
@@ -263,4 +266,50 @@ async fn delete_echoes_what_was_sent_postgres() {
     let m = mock().await;
     let gw = GovGateway::start(&config(&m.base_url(), &deps(), "", Some(&db.url)));
     delete_echo(&gw).await;
+}
+
+/// Two replicas on one Postgres and one Redis (`TOLLGATE_REDIS_KEY_PREFIX` of its own): a
+/// `tag_rpm_limit` of 1 is one counter for both, so the second `cell-1` request, sent to the
+/// other replica, is the 429.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_rpm_limit_is_one_counter_across_replicas_postgres() {
+    let what = "key_life_tag_fleet";
+    let Some(url) = redis_support::redis_url(what) else {
+        return;
+    };
+    let Some(db) = PgDb::create(what).await else {
+        return;
+    };
+    let prefix = redis_support::unique_prefix("keylife");
+    let m = mock().await;
+    let mut cfg = config(&m.base_url(), &deps(), "", Some(&db.url));
+    cfg.push_str(&format!(
+        "environment_variables:\n  REDIS_URL: \"{url}\"\n  TOLLGATE_REDIS_KEY_PREFIX: \"{prefix}\"\n"
+    ));
+    let a = GovGateway::start(&cfg);
+    let b = GovGateway::start(&cfg);
+    let (key, hash) = generate_key(&a, json!({"tag_rpm_limit": {"cell-1": 1}})).await;
+    // the other replica learns the key from the change feed
+    let seen = poll(
+        || async {
+            get_as(&b, MASTER, &format!("/key/info?key={hash}"))
+                .await
+                .status
+        },
+        |s| *s == 200,
+    )
+    .await;
+    assert_eq!(seen, 200, "replica b never saw the key");
+    let ok = chat(&a, &key, &hello_tagged("cell-1")).await;
+    assert_eq!(ok.status, 200, "{}", ok.text);
+    let r = chat(&b, &key, &hello_tagged("cell-1")).await;
+    assert_eq!(r.status, 429, "{}", r.text);
+    let msg = r.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.starts_with(&format!("Rate limit exceeded for tag_per_key: {hash}:cell-1. Limit type: requests. Current limit: 1, Remaining: 0.")),
+        "{msg}"
+    );
+    assert_eq!(chat(&b, &key, &hello_tagged("cell-2")).await.status, 200);
+    assert_eq!(upstream_calls(&m, "m1").len(), 2);
+    redis_support::delete_prefix(&url, &prefix).await;
 }
