@@ -3,8 +3,10 @@
 //! `"LiteLLM_VerificationToken"` row.
 //!
 //! Units: budgets in USD, `tpm_limit` in tokens (input + output) per minute, `rpm_limit` in
-//! requests per minute. `model_rpm_limit`, `model_tpm_limit` and `tags` are kept in `metadata`
-//! as LiteLLM does; `soft_budget` lives on a budget tier (`budget_id`), created for the key when
+//! requests per minute. `model_rpm_limit`, `model_tpm_limit`, `tags`, `tag_rpm_limit`
+//! (requests per minute per request tag) and `temp_budget_increase` / `temp_budget_expiry`
+//! are kept in `metadata` as LiteLLM does (`LiteLLM_ManagementEndpoint_MetadataFields`,
+//! `litellm/proxy/_types.py`); `soft_budget` lives on a budget tier (`budget_id`), created for the key when
 //! it has none. Absent fields leave the row as it is; `null` clears `max_budget`, `tpm_limit`,
 //! `rpm_limit` and `max_parallel_requests` (no limit), as LiteLLM lets `/key/update` remove a
 //! budget; negative values are refused. `budget_duration: null` is "not given": the window
@@ -20,6 +22,7 @@ use serde_json::{Map, Value};
 use tollgate_governance::admission::WindowPlan;
 use tollgate_governance::duration::BudgetDuration;
 use tollgate_governance::runtime::Entities;
+use tollgate_governance::store::key_extras::{self, TempBudgetExpiry};
 use tollgate_governance::store::{BudgetTier, ModelBudget, VerificationToken};
 
 use crate::error::{ApiError, ApiResult};
@@ -68,6 +71,12 @@ pub(crate) struct KeyFields {
     pub organization_id: Option<String>,
     pub tags: Option<Vec<String>>,
     pub key_type: Option<String>,
+    /// USD added to `max_budget` until `temp_budget_expiry`; only with it.
+    pub temp_budget_increase: Option<f64>,
+    /// ISO 8601 date or date-time ending the increase; only with `temp_budget_increase`.
+    pub temp_budget_expiry: Option<String>,
+    /// `{"<request tag>": <requests per minute>}` for this key.
+    pub tag_rpm_limit: Option<BTreeMap<String, u64>>,
 }
 
 /// What applying the fields needs beyond the row.
@@ -251,7 +260,8 @@ impl KeyFields {
         if let Some(u) = &self.user_id {
             row.user_id = Some(u.clone());
         }
-        row.metadata = self.metadata_onto(&row.metadata, creating);
+        let temp = self.temp_budget()?;
+        row.metadata = self.metadata_onto(&row.metadata, creating, temp);
         if let Some(soft) = self.soft_budget {
             plan.tier = Some(soft_budget_tier(e, row, soft, now, by));
             row.budget_id = plan.tier.as_ref().map(|t| t.budget_id.clone());
@@ -279,9 +289,39 @@ impl KeyFields {
         Ok(plan)
     }
 
+    /// `temp_budget_increase` (USD) with `temp_budget_expiry` in its stored form (Python's
+    /// `isoformat()`), or `None` when neither is given. LiteLLM's `UpdateKeyRequest` requires
+    /// the two together (`validate_temp_budget`, `litellm/proxy/_types.py`).
+    ///
+    /// Errors: 400 for one without the other, an increase that is negative or not finite, an
+    /// expiry that is not an ISO 8601 date or date-time.
+    fn temp_budget(&self) -> ApiResult<Option<(f64, String)>> {
+        let (inc, exp) = match (
+            self.temp_budget_increase,
+            self.temp_budget_expiry.as_deref(),
+        ) {
+            (None, None) => return Ok(None),
+            (Some(i), Some(e)) => (i, e),
+            _ => {
+                return Err(ApiError::bad_request(
+                    "temp_budget_increase and temp_budget_expiry must be set together",
+                ));
+            }
+        };
+        if !inc.is_finite() || inc < 0.0 {
+            return Err(ApiError::bad_request(format!(
+                "temp_budget_increase must be a finite amount >= 0 (USD), got {inc}"
+            )));
+        }
+        let expiry =
+            TempBudgetExpiry::parse(exp).map_err(|e| ApiError::bad_request(e.to_string()))?;
+        Ok(Some((inc, expiry.isoformat())))
+    }
+
     /// The key's new metadata: the body's `metadata` (merged into the old one on updates, as
-    /// LiteLLM's `prepare_metadata_fields`), then `model_rpm_limit`, `model_tpm_limit`, `tags`.
-    fn metadata_onto(&self, old: &Value, creating: bool) -> Value {
+    /// LiteLLM's `prepare_metadata_fields`), then `model_rpm_limit`, `model_tpm_limit`, `tags`,
+    /// `tag_rpm_limit`, `temp_budget_increase` and `temp_budget_expiry` (`temp`).
+    fn metadata_onto(&self, old: &Value, creating: bool, temp: Option<(f64, String)>) -> Value {
         let mut m = match (creating, old) {
             (false, Value::Object(o)) => o.clone(),
             _ => Map::new(),
@@ -306,6 +346,13 @@ impl KeyFields {
         }
         if let Some(t) = &self.tags {
             m.insert("tags".into(), Value::from(t.clone()));
+        }
+        if let Some(l) = &self.tag_rpm_limit {
+            m.insert(key_extras::TAG_RPM_LIMIT.into(), limits(l));
+        }
+        if let Some((inc, exp)) = temp {
+            m.insert(key_extras::TEMP_BUDGET_INCREASE.into(), Value::from(inc));
+            m.insert(key_extras::TEMP_BUDGET_EXPIRY.into(), Value::from(exp));
         }
         Value::Object(m)
     }

@@ -1,5 +1,5 @@
 //! Virtual key writes (litellm-surface §4.3): `POST /key/generate`, `/key/update`,
-//! `/key/delete`, `/key/regenerate` (and `/key/{key}/regenerate`), `/key/block`,
+//! `/key/delete` (in `key_delete.rs`), `/key/regenerate` (and `/key/{key}/regenerate`), `/key/block`,
 //! `/key/unblock`, `/key/{key}/reset_spend`. Admin only.
 //!
 //! Keys are `sk-` + 22 random URL-safe characters ([`SecretKey::generate`]) or a custom `sk-…`
@@ -22,14 +22,14 @@ use tollgate_governance::store::{SecretKey, VerificationToken, hash_key, is_key_
 use crate::error::{ApiError, ApiResult};
 use crate::key_fields::{KeyFields, KeyPlan, new_row};
 use crate::write::Batch;
-use crate::{AdminContext, access, extract, key_view, live, served};
+use crate::{AdminContext, access, extract, key_delete, key_view, live, served};
 
 /// The key routes that write.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
     Router::new()
         .route("/key/generate", post(generate))
         .route("/key/update", post(update))
-        .route("/key/delete", post(delete))
+        .route("/key/delete", post(key_delete::delete))
         .route("/key/regenerate", post(regenerate))
         .route("/key/{key}/regenerate", post(regenerate_path))
         .route("/key/block", post(block))
@@ -273,66 +273,6 @@ async fn unblock(
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
     set_blocked(&ctx, &headers, &body, false).await
-}
-
-/// `/key/delete` body.
-#[derive(Default, Deserialize)]
-#[serde(default)]
-struct DeleteBody {
-    keys: Option<Vec<String>>,
-    key_aliases: Option<Vec<String>>,
-}
-
-/// `POST /key/delete` `{"keys": [sk-… or hash]}` or `{"key_aliases": [...]}`: moves the keys
-/// to `"LiteLLM_DeletedVerificationToken"`; `/key/info` then reports `status: deleted`.
-/// Returns `{"deleted_keys": [hashes]}` (LiteLLM echoes what was passed; hashes here, so no
-/// plaintext key is sent back). All or nothing. Errors: 400 (neither list), 404 (a key or alias
-/// unknown), 401, 403, 500.
-async fn delete(
-    State(ctx): State<Arc<AdminContext>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<Json<Value>> {
-    let who = access::admin(&ctx, &headers, "/key/delete")?;
-    let req: DeleteBody = extract::body(&body)?;
-    let mut hashes = Vec::new();
-    for k in req.keys.iter().flatten() {
-        hashes.push(key_hash(k)?);
-    }
-    {
-        let e = ctx.gov.cache().read();
-        for a in req.key_aliases.iter().flatten() {
-            let found: Vec<String> = e
-                .keys
-                .values()
-                .filter(|k| k.key_alias.as_deref() == Some(a.as_str()))
-                .map(|k| k.token.clone())
-                .collect();
-            if found.is_empty() {
-                return Err(ApiError::not_found(format!("Key not found. key_alias={a}")));
-            }
-            hashes.extend(found);
-        }
-        if hashes.is_empty() {
-            return Err(ApiError::bad_request("keys or key_aliases is required"));
-        }
-        if let Some(missing) = hashes.iter().find(|h| !e.keys.contains_key(*h)) {
-            return Err(ApiError::not_found(format!(
-                "Key not found. token={missing}"
-            )));
-        }
-    }
-    hashes.sort();
-    hashes.dedup();
-    Batch {
-        delete_keys: hashes.clone(),
-        deleted_by: Some(who.actor()),
-        ..Batch::default()
-    }
-    .commit(&ctx.gov)
-    .await?;
-    tracing::info!(count = hashes.len(), "virtual keys deleted");
-    Ok(Json(json!({"deleted_keys": hashes})))
 }
 
 /// `POST /key/regenerate` `{"key", "new_key"?, …fields}`.

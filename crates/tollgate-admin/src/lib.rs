@@ -40,6 +40,7 @@ mod budgets;
 mod customers;
 pub mod error;
 mod extract;
+mod key_delete;
 mod key_fields;
 mod key_reads;
 mod key_view;

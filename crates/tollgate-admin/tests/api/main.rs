@@ -5,6 +5,7 @@ mod common;
 mod budgets;
 mod customers;
 mod errors;
+mod key_lifecycle;
 mod keys;
 mod models;
 mod models_v2;

@@ -28,6 +28,9 @@ pub enum ScopeKind {
     EndUser,
     /// A request tag.
     Tag,
+    /// One request tag on one key (`metadata.tag_rpm_limit`, LiteLLM v3 limiter's
+    /// `tag_per_key` descriptor); id: `<key hash>:<tag>`.
+    TagPerKey,
 }
 
 impl ScopeKind {
@@ -44,6 +47,7 @@ impl ScopeKind {
             Self::ModelPerKey => "model_per_key",
             Self::EndUser => "end_user",
             Self::Tag => "tag",
+            Self::TagPerKey => "tag_per_key",
         }
     }
 
@@ -59,6 +63,7 @@ impl ScopeKind {
             Self::ModelPerKey => "Key",
             Self::EndUser => "End User",
             Self::Tag => "Tag",
+            Self::TagPerKey => "Key",
         }
     }
 }
@@ -99,6 +104,12 @@ impl ScopeKey {
     /// A per-model-per-key scope: id `key_hash/model_group`.
     pub fn model_per_key(key_hash: &str, model_group: &str) -> Self {
         Self::new(ScopeKind::ModelPerKey, format!("{key_hash}/{model_group}"))
+    }
+
+    /// A per-tag-per-key scope: id `key_hash:tag`, the value LiteLLM's v3 limiter names in
+    /// its `tag_per_key` refusals (`parallel_request_limiter_v3.py`).
+    pub fn tag_per_key(key_hash: &str, tag: &str) -> Self {
+        Self::new(ScopeKind::TagPerKey, format!("{key_hash}:{tag}"))
     }
 }
 
@@ -206,6 +217,8 @@ mod tests {
             ScopeKey::model_per_key("h", "gpt-4o").id.as_ref(),
             "h/gpt-4o"
         );
+        let t = ScopeKey::tag_per_key("h", "cell-1");
+        assert_eq!(format!("{t:?}"), "tag_per_key:h:cell-1");
         assert!(ScopeKey::global() < ScopeKey::new(ScopeKind::Team, "a"));
     }
 }

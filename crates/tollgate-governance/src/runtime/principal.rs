@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 
 use super::cache::Entities;
 use crate::store::{
-    BudgetTier, Organization, Team, TeamMembership, User, VerificationToken, mask_key,
+    BudgetTier, Organization, Team, TeamMembership, User, VerificationToken, key_extras, mask_key,
 };
 
 /// A virtual key and what it inherits.
@@ -96,8 +96,28 @@ impl KeyError {
     }
 }
 
+/// The key as the request sees it at `now`: with a temporary budget increase in force
+/// ([`key_extras::effective_max_budget`]), a copy whose `max_budget` includes it, so every
+/// check and report of the request (the refusal's "Max budget", `x-litellm-key-max-budget`)
+/// uses it, as LiteLLM's `_update_key_budget_with_temp_budget_increase`
+/// (`litellm/proxy/auth/user_api_key_auth.py`) does; else the cached row itself. Keys without
+/// a `max_budget` or with empty `metadata` cost one check.
+fn with_temp_budget(key: &Arc<VerificationToken>, now: DateTime<Utc>) -> Arc<VerificationToken> {
+    if key.max_budget.is_none() || key.metadata.as_object().is_none_or(|m| m.is_empty()) {
+        return Arc::clone(key);
+    }
+    match key_extras::effective_max_budget(key.max_budget, &key.metadata, now) {
+        Some(b) if Some(b) != key.max_budget => Arc::new(VerificationToken {
+            max_budget: Some(b),
+            ..VerificationToken::clone(key)
+        }),
+        _ => Arc::clone(key),
+    }
+}
+
 impl Principal {
-    /// Resolves the key with hash `hash` at `now`.
+    /// Resolves the key with hash `hash` at `now` (its `max_budget` raised by a temporary
+    /// increase in force, see [`with_temp_budget`]).
     ///
     /// Errors: [`KeyError::NotFound`], [`KeyError::Blocked`], [`KeyError::TeamBlocked`],
     /// [`KeyError::Expired`].
@@ -141,7 +161,7 @@ impl Principal {
             .cloned();
         Ok(Principal {
             key_tier: e.budget(key.budget_id.as_deref()).cloned(),
-            key: Arc::clone(key),
+            key: with_temp_budget(key, now),
             team,
             user,
             membership,
@@ -251,6 +271,28 @@ mod tests {
         assert_eq!(p.alias("fast").as_deref(), Some("small"));
         assert_eq!(p.alias("team-fast").as_deref(), Some("cheap"));
         assert_eq!(p.alias("other"), None);
+    }
+
+    #[test]
+    fn a_temporary_increase_raises_max_budget_until_its_expiry_without_touching_the_cache() {
+        let e = Entities::from_snapshot(Snapshot {
+            keys: vec![VerificationToken {
+                token: "t".into(),
+                max_budget: Some(2.0),
+                metadata: json!({"temp_budget_increase": 5.0, "temp_budget_expiry": "2030-01-01T00:00:00"}),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let before = DateTime::from_timestamp(1_893_455_999, 0).unwrap(); // 2029-12-31T23:59:59Z
+        let p = Principal::resolve(&e, "t", before).unwrap();
+        assert_eq!(p.key.max_budget, Some(7.0));
+        assert_eq!(p.key.limits().max_budget, Some(7.0));
+        assert_eq!(e.keys["t"].max_budget, Some(2.0));
+        let at = DateTime::from_timestamp(1_893_456_000, 0).unwrap(); // the expiry itself
+        let p = Principal::resolve(&e, "t", at).unwrap();
+        assert_eq!(p.key.max_budget, Some(2.0));
+        assert!(Arc::ptr_eq(&p.key, &e.keys["t"]));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! behind, with its spend).
 
 use crate::admission::{Limits, ScopeKey, ScopeKind, ScopeRequest};
-use crate::store::{EndUser, ModelNames};
+use crate::store::{EndUser, ModelNames, key_extras};
 
 use super::cache::Entities;
 use super::principal::Principal;
@@ -142,8 +142,9 @@ pub(super) fn build_noting(
     Ok(out)
 }
 
-/// The virtual key's scope (its limits tightened by its budget tier) and its per-model budget
-/// scopes for the model names of this attempt.
+/// The virtual key's scope (its limits tightened by its budget tier), its per-model budget
+/// scopes for the model names of this attempt, and one `tag_per_key` scope per request tag
+/// its `metadata.tag_rpm_limit` limits ([`key_extras::tag_scopes`]).
 fn push_key_scopes(out: &mut Vec<ScopeRequest>, p: &Principal, facts: &RequestFacts<'_>) {
     let k = &p.key;
     out.push(
@@ -161,6 +162,7 @@ fn push_key_scopes(out: &mut Vec<ScopeRequest>, p: &Principal, facts: &RequestFa
                 .with_display(alias.unwrap_or("None")),
         );
     }
+    out.extend(key_extras::tag_scopes(&k.token, &k.metadata, facts.tags));
 }
 
 /// The key's team scope and, with a membership, the team member scope (membership tier).

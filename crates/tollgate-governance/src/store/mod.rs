@@ -13,6 +13,7 @@ mod codec;
 mod daily;
 mod db_error;
 mod entities;
+pub mod key_extras;
 mod keys;
 pub mod model_budget;
 mod model_window;
@@ -254,7 +255,7 @@ pub(crate) fn spend_target(scope: &ScopeKey) -> Option<SpendTarget> {
                 ),
             }
         }
-        ScopeKind::ModelPerKey | ScopeKind::Global => return None,
+        ScopeKind::ModelPerKey | ScopeKind::TagPerKey | ScopeKind::Global => return None,
     })
 }
 

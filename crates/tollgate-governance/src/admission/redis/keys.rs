@@ -14,7 +14,7 @@
 use super::super::scope::{ScopeKey, ScopeKind};
 
 /// Every scope kind, for reading a scope key back from its name.
-const KINDS: [ScopeKind; 9] = [
+const KINDS: [ScopeKind; 10] = [
     ScopeKind::Global,
     ScopeKind::Organization,
     ScopeKind::Team,
@@ -24,6 +24,7 @@ const KINDS: [ScopeKind; 9] = [
     ScopeKind::ModelPerKey,
     ScopeKind::EndUser,
     ScopeKind::Tag,
+    ScopeKind::TagPerKey,
 ];
 
 /// The names of one store's keys.
