@@ -16,17 +16,6 @@ mod gov;
 use gov::*;
 use serde_json::{Value, json};
 
-fn dep(group: &'static str) -> Dep<'static> {
-    Dep {
-        group,
-        deployment: group,
-        upstream: group,
-        id: group,
-        input_cost: 0.0,
-        output_cost: 0.001,
-    }
-}
-
 /// The `model` of every `data:` payload of an SSE body that has one (top level, or inside
 /// `message` / `response`).
 fn stream_models(text: &str) -> Vec<String> {
@@ -59,7 +48,7 @@ async fn answers_carry_the_alias_the_client_sent() {
     let router = "  fallbacks: [{\"broken\": [\"flat\"]}]\n";
     let gw = GovGateway::start(&config(
         &m.base_url(),
-        &[dep("flat"), dep("broken")],
+        &[flat_dep("flat", 0.001), flat_dep("broken", 0.001)],
         router,
         None,
     ));

@@ -18,19 +18,8 @@ mod gov;
 use gov::*;
 use serde_json::{Value, json};
 
-fn dep(group: &'static str) -> Dep<'static> {
-    Dep {
-        group,
-        deployment: group,
-        upstream: group,
-        id: group,
-        input_cost: 0.0,
-        output_cost: 0.001,
-    }
-}
-
 fn deps() -> Vec<Dep<'static>> {
-    vec![dep("allowed"), dep("other")]
+    vec![flat_dep("allowed", 0.001), flat_dep("other", 0.001)]
 }
 
 fn as_customer(model: &str, customer: &str) -> Value {

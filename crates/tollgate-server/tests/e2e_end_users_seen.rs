@@ -22,14 +22,7 @@ use serde_json::{Value, json};
 const CALL: f64 = 0.008;
 
 fn deps() -> Vec<Dep<'static>> {
-    vec![Dep {
-        group: "flat",
-        deployment: "flat",
-        upstream: "flat",
-        id: "flat",
-        input_cost: 0.0,
-        output_cost: 0.001,
-    }]
+    vec![flat_dep("flat", 0.001)]
 }
 
 /// An end user id, the headers that carry it, the body fields that carry it.

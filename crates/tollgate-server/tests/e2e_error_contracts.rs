@@ -17,14 +17,7 @@ use gov::*;
 use serde_json::{Value, json};
 
 fn deps() -> Vec<Dep<'static>> {
-    vec![Dep {
-        group: "flat",
-        deployment: "flat",
-        upstream: "flat",
-        id: "flat",
-        input_cost: 0.0,
-        output_cost: 0.001,
-    }]
+    vec![flat_dep("flat", 0.001)]
 }
 
 fn hello() -> Value {

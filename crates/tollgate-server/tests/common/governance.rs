@@ -186,6 +186,20 @@ pub struct Dep<'a> {
     pub output_cost: f64,
 }
 
+/// A deployment named `group` (its deployment, upstream model and id too) on the mock, with a
+/// free input and `output_cost` USD per output token: so an admission estimate
+/// (`max_tokens` × output price) equals the call's cost.
+pub fn flat_dep(group: &'static str, output_cost: f64) -> Dep<'static> {
+    Dep {
+        group,
+        deployment: group,
+        upstream: group,
+        id: group,
+        input_cost: 0.0,
+        output_cost,
+    }
+}
+
 /// A governed config: the deployments, `router_settings: {num_retries: 0, disable_cooldowns:
 /// true}` plus `router_extra` (YAML lines indented two spaces), `general_settings.master_key`
 /// = [`MASTER`] and, when given, `database_url`.
