@@ -151,6 +151,87 @@ pub async fn private_redis(what: &str) -> Option<PrivateRedis> {
     Some(server)
 }
 
+/// A primary `redis-server` and one Sentinel watching it as service `tgtest`, each on a free
+/// loopback port and killed (by its PID) on drop; the Sentinel's config lives in a directory
+/// of its own (it rewrites the file), removed on drop.
+pub struct PrivateSentinel {
+    /// The primary.
+    pub primary: PrivateRedis,
+    sentinel: Child,
+    /// The Sentinel's port.
+    pub port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for PrivateSentinel {
+    fn drop(&mut self) {
+        let _ = self.sentinel.kill();
+        let _ = self.sentinel.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl PrivateSentinel {
+    /// LiteLLM's `REDIS_SENTINEL_NODES` for it: `[["127.0.0.1", <port>]]`.
+    pub fn nodes_json(&self) -> String {
+        format!("[[\"127.0.0.1\", {}]]", self.port)
+    }
+}
+
+/// Starts a primary and a Sentinel monitoring it (see [`PrivateSentinel`]), once the Sentinel
+/// names the primary; `None` after reporting the skip when there is no `redis-server`.
+pub async fn private_sentinel(what: &str) -> Option<PrivateSentinel> {
+    let primary = private_redis(what).await?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let dir = std::env::temp_dir().join(format!(
+        "tollgate-e2e-sentinel-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).expect("sentinel dir");
+    let conf = dir.join("sentinel.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor tgtest 127.0.0.1 {} 1\n",
+            dir.display(),
+            primary.port
+        ),
+    )
+    .expect("sentinel.conf");
+    let sentinel = Command::new("redis-server")
+        .arg(&conf)
+        .arg("--sentinel")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server --sentinel starts");
+    let s = PrivateSentinel {
+        primary,
+        sentinel,
+        port,
+        dir,
+    };
+    let url = format!("redis://127.0.0.1:{port}");
+    for _ in 0..100 {
+        if let Ok(c) = redis::Client::open(url.as_str())
+            && let Ok(mut con) = c.get_multiplexed_async_connection().await
+            && redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg("tgtest")
+                .query_async::<Vec<String>>(&mut con)
+                .await
+                .is_ok_and(|a| a.len() == 2)
+        {
+            return Some(s);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the Sentinel on port {port} does not name its primary");
+}
+
 /// One command as `MONITOR` printed it.
 #[derive(Debug, Clone)]
 pub struct Seen {
