@@ -55,6 +55,9 @@ pub(crate) async fn delete(
         }
         (None, None) => return Err(ApiError::bad_request("keys or key_aliases is required")),
     };
+    for h in &hashes {
+        ctx.gov.load_missing_key(h).await;
+    }
     {
         let e = ctx.gov.cache().read();
         if let Some(missing) = hashes.iter().find(|h| !e.keys.contains_key(*h)) {

@@ -53,6 +53,7 @@ async fn info(
             "Only the key's owner or a proxy admin can view this key. Route=/key/info",
         ));
     }
+    ctx.gov.load_missing_key(&hash).await;
     let row = ctx.gov.cache().read().keys.get(&hash).cloned();
     match row {
         Some(r) => {

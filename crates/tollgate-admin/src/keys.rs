@@ -50,8 +50,12 @@ pub(crate) fn key_hash(s: &str) -> ApiResult<String> {
     }
 }
 
-/// The cached key with this hash. Errors: 404.
-pub(crate) fn cached(ctx: &AdminContext, hash: &str) -> ApiResult<Arc<VerificationToken>> {
+/// The cached key with this hash; in a fleet, a key another replica created a moment ago is
+/// looked up in the database first ([`Governance::load_missing_key`]). Errors: 404.
+///
+/// [`Governance::load_missing_key`]: tollgate_governance::runtime::Governance::load_missing_key
+pub(crate) async fn cached(ctx: &AdminContext, hash: &str) -> ApiResult<Arc<VerificationToken>> {
+    ctx.gov.load_missing_key(hash).await;
     ctx.gov
         .cache()
         .read()
@@ -214,7 +218,7 @@ async fn change(
     req: &KeyFields,
 ) -> ApiResult<VerificationToken> {
     let gov = &ctx.gov;
-    let mut row = live::key_row(gov, &*cached(ctx, hash)?).await?;
+    let mut row = live::key_row(gov, &*cached(ctx, hash).await?).await?;
     let now = gov.admission().now();
     let by = who.actor();
     let plan = req.apply(&gov.cache().read(), &mut row, now, &by, false)?;
@@ -309,7 +313,7 @@ async fn regen(
         .or_else(|| req.key.clone())
         .ok_or_else(|| ApiError::bad_request("key is required"))?;
     let old_hash = key_hash(&id)?;
-    let old = cached(ctx, &old_hash)?;
+    let old = cached(ctx, &old_hash).await?;
     let secret = match &req.new_key {
         None => SecretKey::generate(),
         Some(k) => custom_key("new_key", k)?,
@@ -374,7 +378,7 @@ async fn reset_spend(
     access::admin(&ctx, &headers, "/key/{key}/reset_spend")?;
     let req: ResetBody = extract::body(&body)?;
     let hash = key_hash(&key)?;
-    let row = cached(&ctx, &hash)?;
+    let row = cached(&ctx, &hash).await?;
     let gov = &ctx.gov;
     let scope = ScopeKey::key(&hash);
     let (previous, _) = live::spend(gov, &scope).await?;

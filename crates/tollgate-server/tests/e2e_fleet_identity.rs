@@ -341,7 +341,7 @@ async fn the_reconcile_brings_changes_the_feed_did_not_postgres() {
 
 /// A key generated through replica 1 is accepted by replica 2 on its very first request, before
 /// the feed's announcement could arrive: replica 2 finds the key missing from its cache and
-/// looks it up in the database. Keys the database does not hold stay 401
+/// looks it up in the database; so does replica 2's management API (`/key/block` at once). Keys the database does not hold stay 401
 /// `token_not_found_in_db`, however many arrive at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_new_key_is_accepted_by_another_replica_at_once_postgres() {
@@ -360,6 +360,13 @@ async fn a_new_key_is_accepted_by_another_replica_at_once_postgres() {
         let r = probe(&r2, &key).await;
         assert_eq!(r.status, 200, "key {i} on replica 2 at once: {}", r.text);
     }
+    // the management API on replica 2 acts on a key replica 1 created a moment ago
+    let (key, hash) = generate_key(&r1, json!({"key_alias": "managed-at-once"})).await;
+    let b = post_as(&r2, MASTER, "/key/block", &json!({"key": key})).await;
+    assert_eq!(b.status, 200, "/key/block on replica 2 at once: {}", b.text);
+    let info = get_as(&r2, MASTER, &format!("/key/info?key={hash}")).await;
+    assert_eq!(info.status, 200, "{}", info.text);
+    assert_eq!(info.body["info"]["blocked"], true, "{}", info.text);
     for i in 0..30 {
         let stranger = format!("sk-never-issued-{i}");
         let r = probe(&r2, &stranger).await;

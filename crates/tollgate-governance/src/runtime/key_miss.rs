@@ -94,35 +94,48 @@ impl Governance {
             Err(KeyError::NotFound(_)) => {}
             r => return r,
         }
+        if self.load_missing_key(hash).await {
+            self.principal(hash)
+        } else {
+            Err(KeyError::NotFound(hash.to_owned()))
+        }
+    }
+
+    /// Whether the cache holds the key with hash `hash`, after looking it up in the database
+    /// when it did not and lookups are on (see the module docs): what the management API asks
+    /// before it acts on a key another replica created a moment ago. A database that fails
+    /// is logged and answers false.
+    pub async fn load_missing_key(&self, hash: &str) -> bool {
+        let held = || self.cache.read().keys.contains_key(hash);
+        if held() {
+            return true;
+        }
         let Some(m) = self.misses.get() else {
-            return Err(KeyError::NotFound(hash.to_owned()));
+            return false;
         };
-        let missing = || Err(KeyError::NotFound(hash.to_owned()));
         if m.absent.contains_key(hash) || !m.take_lookup() {
-            return missing();
+            return false;
         }
         match self.store.key_exists(hash).await {
             Ok(true) => {}
             Ok(false) => {
                 m.absent.insert(hash.to_owned(), ());
-                return missing();
+                return false;
             }
             Err(e) => {
                 tracing::warn!(error = %e, "looking up a key missing from the cache failed");
-                return missing();
+                return false;
             }
         }
         let _one_reload = m.reload.lock().await;
-        if let Ok(p) = self.principal(hash) {
-            return Ok(p);
+        if held() {
+            return true;
         }
-        match self.reload_identities().await {
-            Ok(_) => self.principal(hash),
-            Err(e) => {
-                tracing::warn!(error = %e, "reloading identities for a key found in the database failed");
-                missing()
-            }
+        if let Err(e) = self.reload_identities().await {
+            tracing::warn!(error = %e, "reloading identities for a key found in the database failed");
+            return false;
         }
+        held()
     }
 }
 
