@@ -40,23 +40,12 @@ const DEAR: f64 = 0.6;
 /// Output price of the `flat*` deployments, USD per token: one call costs 8 × 0.001 = 0.008.
 const FLAT: f64 = 0.008;
 
-fn dep(group: &'static str, output_cost: f64) -> Dep<'static> {
-    Dep {
-        group,
-        deployment: group,
-        upstream: group,
-        id: group,
-        input_cost: 0.0,
-        output_cost,
-    }
-}
-
 fn deps() -> Vec<Dep<'static>> {
     vec![
-        dep("dear", DEAR / 8.0),
-        dep("flat", FLAT / 8.0),
-        dep("flat-b", FLAT / 8.0),
-        dep("free-c", FLAT / 8.0),
+        flat_dep("dear", DEAR / 8.0),
+        flat_dep("flat", FLAT / 8.0),
+        flat_dep("flat-b", FLAT / 8.0),
+        flat_dep("free-c", FLAT / 8.0),
     ]
 }
 
