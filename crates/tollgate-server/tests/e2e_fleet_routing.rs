@@ -1,7 +1,9 @@
 //! Routing state across replicas, end to end: three gateway processes on one config and one
 //! Redis (`TOLLGATE_TEST_REDIS_URL`, each test under its own `TOLLGATE_REDIS_KEY_PREFIX`)
-//! share cooldowns and usage-based routing's numbers. Deployments are told apart by the
-//! mock's `/d/{deployment}` prefix; what each replica did is read from the mock's calls.
+//! share cooldowns and usage-based routing's numbers; the cooldown scenario runs again on a
+//! three-primary Redis Cluster the test starts (needs `redis-server` and `redis-cli`).
+//! Deployments are told apart by the mock's `/d/{deployment}` prefix; what each replica did is
+//! read from the mock's calls.
 #![expect(
     clippy::unwrap_used,
     reason = "test support: a failed setup fails the test"
@@ -9,6 +11,8 @@
 
 #[path = "common/governance.rs"]
 mod gov;
+#[path = "common/redis.rs"]
+mod redis_support;
 
 use std::time::{Duration, Instant};
 
@@ -32,16 +36,21 @@ fn prefix(name: &str) -> String {
     format!("tg-test-route-{name}-{}", uuid::Uuid::new_v4().simple())
 }
 
+/// `REDIS_URL` as an `environment_variables` line.
+fn url_env(redis: &str) -> String {
+    format!("  REDIS_URL: \"{redis}\"\n")
+}
+
 /// Two deployments, east and west, in group `pair`, with `model_info.id` = their names; the
-/// fleet's Redis and key prefix in `environment_variables`.
-fn config(mock: &str, redis: &str, prefix: &str, router: &str) -> String {
+/// fleet's Redis (`redis_env`: its `environment_variables` lines) and key prefix.
+fn config(mock: &str, redis_env: &str, prefix: &str, router: &str) -> String {
     let dep = |name: &str| {
         format!(
             "  - model_name: pair\n    litellm_params:\n      model: openai/mock-gpt\n      api_base: {mock}/d/{name}/v1\n      api_key: {UPSTREAM_KEY}\n    model_info:\n      id: {name}\n"
         )
     };
     format!(
-        "model_list:\n{}{}router_settings:\n{router}general_settings:\n  master_key: {MASTER}\nenvironment_variables:\n  REDIS_URL: \"{redis}\"\n  TOLLGATE_REDIS_KEY_PREFIX: \"{prefix}\"\n",
+        "model_list:\n{}{}router_settings:\n{router}general_settings:\n  master_key: {MASTER}\nenvironment_variables:\n{redis_env}  TOLLGATE_REDIS_KEY_PREFIX: \"{prefix}\"\n",
         dep("east"),
         dep("west")
     )
@@ -63,11 +72,15 @@ fn calls(m: &MockHandle) -> Vec<String> {
         .collect()
 }
 
-/// Stops the replicas (their last sync included), then deletes every key of the test's prefix.
-async fn clean(gws: &mut [GovGateway; 3], redis: &str, prefix: &str) {
+/// Stops the replicas (their last sync included), then deletes every key of the test's prefix
+/// on `redis` (a private cluster goes with its processes: `None`).
+async fn clean(gws: &mut [GovGateway; 3], redis: Option<&str>, prefix: &str) {
     for gw in gws.iter_mut() {
         gw.stop().await;
     }
+    let Some(redis) = redis else {
+        return;
+    };
     let client = redis::Client::open(redis).unwrap();
     let mut c = client.get_multiplexed_async_connection().await.unwrap();
     let keys: Vec<String> = redis::cmd("KEYS")
@@ -89,13 +102,32 @@ async fn a_deployment_cooled_down_by_one_replica_is_skipped_by_all() {
     let Some(redis) = redis_url("a_deployment_cooled_down_by_one_replica_is_skipped_by_all") else {
         return;
     };
+    cooled_down_everywhere(&url_env(&redis), Some(&redis)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_three_primary_cluster_a_deployment_cooled_down_by_one_replica_is_skipped_by_all() {
+    let what = "on_a_three_primary_cluster_a_deployment_cooled_down_is_skipped_by_all";
+    if redis_url(what).is_none() {
+        return;
+    }
+    let Some(cluster) = redis_support::private_cluster(what).await else {
+        return;
+    };
+    let env = format!("  REDIS_CLUSTER_NODES: '{}'\n", cluster.nodes_json());
+    cooled_down_everywhere(&env, None).await;
+}
+
+/// Replica 1 sees east answer 429 and cools it down for 3 s; replicas 2 and 3 then send 30
+/// requests, all to west; after the cooldown every replica calls east again.
+async fn cooled_down_everywhere(redis_env: &str, redis: Option<&str>) {
     let prefix = prefix("cool");
     let m = mock().await;
     script_default(&m, "east", json!({"status": 429}));
     // No allowed_fails: a 429 cools its deployment at once (LiteLLM's default rule).
     let cfg = config(
         &m.base_url(),
-        &redis,
+        redis_env,
         &prefix,
         "  num_retries: 0\n  cooldown_time: 3\n",
     );
@@ -144,7 +176,7 @@ async fn a_deployment_cooled_down_by_one_replica_is_skipped_by_all() {
         }
         assert_eq!(east, 1, "east called again after its cooldown");
     }
-    clean(&mut gws, &redis, &prefix).await;
+    clean(&mut gws, redis, &prefix).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,7 +188,7 @@ async fn usage_based_routing_sees_the_fleets_usage() {
     let m = mock().await;
     let cfg = config(
         &m.base_url(),
-        &redis,
+        &url_env(&redis),
         &prefix,
         "  num_retries: 0\n  disable_cooldowns: true\n  routing_strategy: usage-based-routing-v2\n",
     );
@@ -200,5 +232,5 @@ async fn usage_based_routing_sees_the_fleets_usage() {
         (0, 20),
         "{seen:?}"
     );
-    clean(&mut gws, &redis, &prefix).await;
+    clean(&mut gws, Some(&redis), &prefix).await;
 }
