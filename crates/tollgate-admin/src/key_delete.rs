@@ -30,7 +30,11 @@ struct DeleteBody {
 /// non-empty (`key_aliases` is then not read), else `key_aliases` as sent. One difference: a
 /// plaintext `sk-…` in `keys` is answered by its hash (LiteLLM echoes the plaintext), so no
 /// response but a key's creation carries a plaintext key; hashes are echoed as sent. All or
-/// nothing.
+/// nothing. In a fleet, an alias the cache does not hold reloads it from the database once
+/// before the 404 ([`Governance::reload_for_missing_alias`]): the key may have been created
+/// through another replica a moment ago.
+///
+/// [`Governance::reload_for_missing_alias`]: tollgate_governance::runtime::Governance::reload_for_missing_alias
 /// Errors: 400 (neither list), 404 (a key or alias unknown), 401, 403, 500.
 pub(crate) async fn delete(
     State(ctx): State<Arc<AdminContext>>,
@@ -50,7 +54,10 @@ pub(crate) async fn delete(
             hashes.clone()
         }
         (None, Some(aliases)) => {
-            hashes = alias_hashes(&ctx, &aliases)?;
+            hashes = match alias_hashes(&ctx, &aliases) {
+                Err(_) if ctx.gov.reload_for_missing_alias().await => alias_hashes(&ctx, &aliases)?,
+                r => r?,
+            };
             aliases
         }
         (None, None) => return Err(ApiError::bad_request("keys or key_aliases is required")),

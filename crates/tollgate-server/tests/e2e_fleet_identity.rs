@@ -367,6 +367,29 @@ async fn a_new_key_is_accepted_by_another_replica_at_once_postgres() {
     let info = get_as(&r2, MASTER, &format!("/key/info?key={hash}")).await;
     assert_eq!(info.status, 200, "{}", info.text);
     assert_eq!(info.body["info"]["blocked"], true, "{}", info.text);
+    // ... and deletes one by its alias, which has no hash to look up: the cache is reloaded
+    let (key, _) = generate_key(&r1, json!({"key_alias": "deleted-at-once"})).await;
+    let d = post_as(
+        &r2,
+        MASTER,
+        "/key/delete",
+        &json!({"key_aliases": ["deleted-at-once"]}),
+    )
+    .await;
+    assert_eq!(
+        d.status, 200,
+        "/key/delete by alias on replica 2 at once: {}",
+        d.text
+    );
+    assert_eq!(
+        d.body,
+        json!({"deleted_keys": ["deleted-at-once"]}),
+        "{}",
+        d.text
+    );
+    let gone = probe(&r2, &key).await;
+    assert_eq!(gone.status, 401, "{}", gone.text);
+    assert_eq!(gone.error_type(), "token_not_found_in_db", "{}", gone.text);
     for i in 0..30 {
         let stranger = format!("sk-never-issued-{i}");
         let r = probe(&r2, &stranger).await;

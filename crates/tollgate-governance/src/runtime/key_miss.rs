@@ -139,6 +139,30 @@ impl Governance {
     }
 }
 
+impl Governance {
+    /// Reloads the identities from the database when lookups are on (see the module docs) and
+    /// this second's allowance is not spent: what the management API does before it answers
+    /// 404 for a key alias its cache does not hold, which may name a key another replica
+    /// created a moment ago (an alias has no hash to ask the database about). Returns true when
+    /// the cache was reloaded; a failing database is logged and answers false.
+    pub async fn reload_for_missing_alias(&self) -> bool {
+        let Some(m) = self.misses.get() else {
+            return false;
+        };
+        if !m.take_lookup() {
+            return false;
+        }
+        let _one_reload = m.reload.lock().await;
+        match self.reload_identities().await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "reloading identities for a key alias missing from the cache failed");
+                false
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
