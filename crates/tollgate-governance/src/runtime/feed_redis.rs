@@ -75,7 +75,7 @@ impl FeedEndpoint {
                 let url = nodes.get(attempt % nodes.len().max(1)).ok_or_else(|| {
                     RedisError::from((redis::ErrorKind::InvalidClientConfig, "no Redis node"))
                 })?;
-                redis::Client::open(url.as_str())
+                crate::admission::redis::client(url.as_str())
             }
             FeedEndpoint::Sentinel {
                 sentinels,
@@ -89,8 +89,9 @@ impl FeedEndpoint {
                 if let Some(p) = &auth.password {
                     info = info.set_password(p);
                 }
-                let mut node =
-                    SentinelNodeConnectionInfo::default().set_redis_connection_info(info);
+                let mut node = SentinelNodeConnectionInfo::default()
+                    .set_redis_connection_info(info)
+                    .set_tcp_settings(crate::admission::redis::tcp_settings());
                 if auth.tls {
                     node = node.set_tls_mode(TlsMode::Secure);
                 }

@@ -125,6 +125,7 @@ mod policy;
 mod reply;
 mod sentinel;
 mod store;
+mod tcp;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -145,3 +146,4 @@ pub use policy::{BudgetsOnFailure, FailurePolicy, LimitsOnFailure, PolicyError};
 pub use reply::{OpOutcome, ReserveOutcome};
 pub use sentinel::SentinelAuth;
 pub use store::{RedisCounterStore, RedisStoreOptions};
+pub use tcp::{client, tcp_settings};

@@ -64,7 +64,9 @@ impl SentinelPrimary {
         if let Some(p) = &auth.password {
             info = info.set_password(p);
         }
-        let mut node = SentinelNodeConnectionInfo::default().set_redis_connection_info(info);
+        let mut node = SentinelNodeConnectionInfo::default()
+            .set_redis_connection_info(info)
+            .set_tcp_settings(super::tcp::tcp_settings());
         if auth.tls {
             node = node.set_tls_mode(TlsMode::Secure);
         }

@@ -121,7 +121,7 @@ impl RedisCounterStore {
     /// [`CounterStoreError::Unavailable`] when the URL is invalid, the server cannot be reached
     /// or refuses the credentials, or the library does not load (a server older than Redis 7).
     pub async fn connect(url: &str, opts: RedisStoreOptions) -> Result<Self, CounterStoreError> {
-        let client = redis::Client::open(url).map_err(unavailable)?;
+        let client = super::tcp::client(url).map_err(unavailable)?;
         // One attempt first, bounded by the timeouts: the manager below retries a failed first
         // connect with backoff (redis-rs: 6 retries by default), which leaves a start against
         // a closed port, a wrong password or a TLS mismatch silent for many seconds.
@@ -155,6 +155,7 @@ impl RedisCounterStore {
         let client = ClusterClient::builder(nodes.iter().map(String::as_str))
             .connection_timeout(opts.connection_timeout)
             .response_timeout(opts.response_timeout)
+            .tcp_settings(super::tcp::tcp_settings())
             .build()
             .map_err(unavailable)?;
         let conn = client.get_async_connection().await.map_err(unavailable)?;

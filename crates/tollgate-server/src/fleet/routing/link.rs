@@ -15,6 +15,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{Client, Cmd, FromRedisValue, RedisConnectionInfo, RedisError, TlsMode};
 use tollgate_config::{RedisSettings, RedisTarget};
+use tollgate_governance::admission::redis as redis_tcp;
 
 use super::wire;
 
@@ -52,13 +53,14 @@ impl Link {
                 let client = ClusterClient::builder(urls.iter().map(|u| u.expose().to_owned()))
                     .connection_timeout(TIMEOUT)
                     .response_timeout(TIMEOUT)
+                    .tcp_settings(redis_tcp::tcp_settings())
                     .build()?;
                 let conn = Conn::Cluster(client.get_async_connection().await?);
                 let node = urls
                     .get(attempt % urls.len().max(1))
                     .map(|u| u.expose().to_owned())
                     .unwrap_or_default();
-                (conn, Client::open(node)?)
+                (conn, redis_tcp::client(&node)?)
             }
             RedisTarget::Sentinel { service_name, .. } => {
                 let client = sentinel_primary(settings, service_name, &urls).await?;
@@ -69,7 +71,7 @@ impl Link {
                     .first()
                     .map(|u| u.expose().to_owned())
                     .unwrap_or_default();
-                let client = Client::open(url)?;
+                let client = redis_tcp::client(&url)?;
                 (single(client.clone()).await?, client)
             }
         };
@@ -126,7 +128,9 @@ async fn sentinel_primary(
     if let Some(p) = &settings.password {
         info = info.set_password(p.expose());
     }
-    let mut node = SentinelNodeConnectionInfo::default().set_redis_connection_info(info);
+    let mut node = SentinelNodeConnectionInfo::default()
+        .set_redis_connection_info(info)
+        .set_tcp_settings(redis_tcp::tcp_settings());
     if settings.tls {
         node = node.set_tls_mode(TlsMode::Secure);
     }
