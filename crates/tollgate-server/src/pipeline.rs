@@ -93,10 +93,18 @@ async fn run(
     started: Instant,
 ) -> Result<Answer, GatewayError> {
     // 1. inbound: authenticate, parse once
-    let inbound = Inbound::read(state, endpoint, headers, body).await?;
+    let mut inbound = Inbound::read(state, endpoint, headers, body).await?;
     // One router snapshot for the whole request (an atomic load; `/model/new` may swap in a
     // new router meanwhile): resolution, access and every attempt below use it.
     let router = state.router.load();
+    // Team-owned groups (`/model/new` with `model_info.team_id`): one branch when none.
+    if !router.teams().is_empty() {
+        inbound.scope_team(&router).map_err(|e| {
+            GatewayFailure::route(e, || {
+                crate::routes::visible_models(state, &inbound.identity)
+            })
+        })?;
+    }
     // 2. admitted: model access now; budgets and limits per attempt
     let governed = admitted(state, endpoint, headers, &inbound, &router)?;
     // 3. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
@@ -150,13 +158,11 @@ fn admitted<'s>(
         && (principal.is_some() || end_user.is_some())
         && let Ok((group, _)) = router.resolve(inbound.routed())
     {
-        check_access(
-            gate,
-            principal,
-            end_user,
-            access_name(group, inbound.routed(), 0),
-            &inbound.req.model,
-        )?;
+        let (name, owned) = match inbound.team_access_name() {
+            Some(name) => (name, true),
+            None => (access_name(group, inbound.routed(), 0), false),
+        };
+        check_access(gate, principal, end_user, name, owned, &inbound.req.model)?;
     }
     Ok(governed)
 }
