@@ -190,3 +190,104 @@ pub(crate) fn flag(field: &str, v: Option<&str>) -> ApiResult<bool> {
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tollgate_governance::store::{Team, VerificationToken};
+
+    use super::*;
+
+    fn member(team: Option<(&str, &[&str])>) -> Who {
+        Who {
+            role: Role::Member,
+            principal: Some(Box::new(Principal {
+                key: Arc::new(VerificationToken {
+                    team_id: team.map(|(t, _)| t.to_owned()),
+                    ..Default::default()
+                }),
+                key_tier: None,
+                team: team.map(|(t, models)| {
+                    Arc::new(Team {
+                        team_id: t.to_owned(),
+                        models: models.iter().map(|m| (*m).to_owned()).collect(),
+                        ..Default::default()
+                    })
+                }),
+                user: None,
+                membership: None,
+                member_tier: None,
+                organization: None,
+                organization_tier: None,
+            })),
+        }
+    }
+
+    fn team_entry() -> Value {
+        json!({"model_name": "model_name_t1_x", "model_info": {"id": "m1", "team_id": "t1",
+            "team_public_model_name": "team-gpt"}})
+    }
+
+    #[test]
+    fn team_entries_show_to_their_team_under_the_public_name_only() {
+        let g = AccessGroups::default();
+        let seen = visible(&member(Some(("t1", &["gpt-4o"]))), team_entry(), &g);
+        assert_eq!(
+            seen.and_then(|e| e.get("model_name").cloned()),
+            Some(json!("team-gpt"))
+        );
+        assert_eq!(visible(&member(Some(("t2", &[]))), team_entry(), &g), None);
+        assert_eq!(visible(&member(None), team_entry(), &g), None);
+        let admin = Who {
+            role: Role::Admin,
+            principal: None,
+        };
+        assert_eq!(visible(&admin, team_entry(), &g), Some(team_entry()));
+        // A global entry follows the key's access as before.
+        let global = json!({"model_name": "gpt-4o", "model_info": {"id": "g"}});
+        let narrow = member(Some(("t1", &["other"])));
+        assert_eq!(visible(&narrow, global.clone(), &g), None);
+        assert_eq!(visible(&member(None), global.clone(), &g), Some(global));
+    }
+
+    #[test]
+    fn include_team_models_names_the_way_in() {
+        let g = AccessGroups::default();
+        let fields = |w: &Who, e: Value| {
+            with_access(w, e, &g).map(|e| {
+                (
+                    e["model_info"]["direct_access"].clone(),
+                    e["model_info"]["access_via_team_ids"].clone(),
+                )
+            })
+        };
+        let global = json!({"model_name": "gpt-4o", "model_info": {"id": "g"}});
+        let t1 = member(Some(("t1", &[])));
+        assert_eq!(
+            fields(&t1, team_entry()),
+            Some((json!(false), json!(["t1"])))
+        );
+        assert_eq!(
+            fields(&t1, global.clone()),
+            Some((json!(false), json!(["t1"])))
+        );
+        assert_eq!(fields(&member(Some(("t1", &["x"]))), global.clone()), None);
+        assert_eq!(
+            fields(&member(None), global),
+            Some((json!(true), json!([])))
+        );
+    }
+
+    #[test]
+    fn flags_read_as_fastapi_reads_booleans() {
+        assert_eq!(flag("f", None), Ok(false));
+        assert_eq!(flag("f", Some("True")), Ok(true));
+        assert_eq!(flag("f", Some("1")), Ok(true));
+        assert_eq!(flag("f", Some("false")), Ok(false));
+        assert_eq!(
+            flag("f", Some("maybe")).map_err(|e| e.message),
+            Err("f must be a boolean, got maybe".to_owned())
+        );
+    }
+}
