@@ -108,7 +108,12 @@ async fn run(
     // 2. admitted: model access now; budgets and limits per attempt
     let governed = admitted(state, endpoint, headers, &inbound, &router)?;
     // 3. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
-    let policy = inbound.policy(headers, body.len())?;
+    let mut policy = inbound.policy(headers, body.len())?;
+    if !router.teams().is_empty()
+        && let Some(names) = policy.fallbacks.as_mut()
+    {
+        inbound.scope_team_fallbacks(&router, names);
+    }
     let attempts = router.plan(inbound.routed(), policy).map_err(|e| {
         GatewayFailure::route(e, || {
             crate::routes::visible_models(state, &inbound.identity)

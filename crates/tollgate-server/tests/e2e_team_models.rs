@@ -222,6 +222,7 @@ async fn scenario(db_url: &str) {
     assert!(same_dollars(team_spend, 2.0 * C1), "{team_spend}");
 
     listings(&gw, &k, &a, &id, &internal).await;
+    fallbacks(&gw, &m, &k, &internal).await;
     updates_and_deletes(&gw, &k, &a, &b, &id, &internal).await;
 }
 
@@ -291,6 +292,24 @@ async fn listings(gw: &GovGateway, k: &Keys, a: &str, id: &str, internal: &str) 
     );
     let r = get_as(gw, MASTER, "/v2/model/info?search=team-gpt").await;
     assert_eq!(names(&r.body), vec![stored]);
+}
+
+/// A request's `fallbacks` follow the same rule: the team's public name reaches its own
+/// deployment, another team's internal name is never called.
+async fn fallbacks(gw: &GovGateway, m: &tollgate_mock::MockHandle, k: &Keys, internal: &str) {
+    script_default(m, "shared", json!({"status": 500}));
+    let before = upstream_calls(m, "teamdep").len();
+    let mut body = chat_body("shared", "hello", 8);
+    body["fallbacks"] = json!([internal]);
+    let r = chat(gw, &k.other_team, &body).await;
+    assert_eq!(r.status, 500, "{}", r.text);
+    assert_eq!(upstream_calls(m, "teamdep").len(), before, "never called");
+    body["fallbacks"] = json!(["team-gpt"]);
+    let r = chat(gw, &k.team_member, &body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("x-litellm-model-group"), internal);
+    assert_eq!(r.header("x-litellm-attempted-fallbacks"), "1");
+    assert_eq!(upstream_calls(m, "teamdep").len(), before + 1);
 }
 
 async fn updates_and_deletes(

@@ -54,6 +54,10 @@ pub struct AttemptInfo<'a> {
     pub call_id: &'a str,
     /// The attempt's number within the request (0 first).
     pub seq: u32,
+    /// Whether the attempt's group is owned by the calling key's team (a team model,
+    /// [`tollgate_router::TeamModels`]): access to a fallback is then checked with
+    /// [`Principal::team_model_denial`].
+    pub team_owned: bool,
 }
 
 /// Why an attempt was not admitted.
@@ -112,7 +116,7 @@ impl<'a> Governed<'a> {
                 self.principal,
                 self.end_user.as_deref(),
                 access_name(a.group, a.routed, a.fallback_index),
-                false,
+                a.team_owned,
                 &req.model,
             )
             .map_err(Refusal::Denied)?;

@@ -109,10 +109,7 @@ impl<'b> Inbound<'b> {
     /// Errors: [`RouteError::ModelNotFound`] for another team's group.
     pub fn scope_team(&mut self, router: &Router) -> Result<(), RouteError> {
         let teams = router.teams();
-        let team = self
-            .identity
-            .principal()
-            .and_then(|p| p.key.team_id.as_deref());
+        let team = self.team_id();
         let asked = self.alias.as_deref().unwrap_or(&self.req.model);
         if let Some(internal) = team.and_then(|t| teams.internal(t, asked)) {
             self.team_model = Some(internal.to_owned());
@@ -128,6 +125,32 @@ impl<'b> Inbound<'b> {
             self.team_owned = true;
         }
         Ok(())
+    }
+
+    /// The request's `fallbacks` under the rule of [`Self::scope_team`]: a public name of the
+    /// key's team's own group becomes its internal name, a name resolving to a group another
+    /// team owns is dropped (LiteLLM's `filter_team_based_models` leaves that fallback no
+    /// deployment, so it is never called).
+    pub fn scope_team_fallbacks(&self, router: &Router, names: &mut Vec<String>) {
+        let teams = router.teams();
+        let team = self.team_id();
+        names.retain_mut(|n| {
+            if let Some(internal) = team.and_then(|t| teams.internal(t, n)) {
+                *n = internal.to_owned();
+                return true;
+            }
+            match router.resolve(n) {
+                Ok((g, _)) => teams.owner(&g.name).is_none_or(|o| team == Some(o)),
+                Err(_) => true,
+            }
+        });
+    }
+
+    /// The calling key's team, if any.
+    fn team_id(&self) -> Option<&str> {
+        self.identity
+            .principal()
+            .and_then(|p| p.key.team_id.as_deref())
     }
 
     /// Retries (`num_retries`, else `x-litellm-num-retries`), fallbacks, the prompt estimate
