@@ -91,4 +91,25 @@ mod tests {
         assert_eq!(t.of_team("t2"), vec![("gpt-team", "model_name_t2_c")]);
         assert!(TeamModels::default().is_empty());
     }
+
+    #[test]
+    fn team_owned_groups_leave_the_public_names_but_still_resolve() {
+        use crate::testutil::{group, router};
+        let r = router(
+            vec![group("shared", &["d1"]), group("model_name_t1_a", &["d2"])],
+            crate::RouterConfig::default(),
+        )
+        .with_team_models(TeamModels::from_triples([(
+            s("model_name_t1_a"),
+            s("t1"),
+            s("gpt-team"),
+        )]));
+        assert_eq!(r.public_names().collect::<Vec<_>>(), vec!["shared"]);
+        assert_eq!(
+            r.teams().internal("t1", "gpt-team"),
+            Some("model_name_t1_a")
+        );
+        assert!(r.resolve("model_name_t1_a").is_ok());
+        assert!(r.resolve("gpt-team").is_err());
+    }
 }
