@@ -152,7 +152,8 @@ async fn admit(
         upstream_model: &attempt.upstream_model,
         call_id: r.call_id,
         seq,
-        team_owned: team_owned(r, attempt),
+        // read only for fallbacks (the requested group's access was checked before planning)
+        team_owned: attempt.fallback_index > 0 && team_owned(r, attempt),
     };
     match g.admit(&r.inbound.req, r.endpoint, info).await {
         Ok(c) => Ok(Some(c)),
