@@ -12,7 +12,8 @@
 //! - `/v1/models`, `/model/info`, `/v2/model/info` show it to that team under the public name
 //!   (`user_models_only`, `include_team_models`), to admins under the internal name;
 //! - the spend-log row names the upstream model and the internal group, and the team's spend
-//!   goes up by exactly usage × price.
+//!   goes up by exactly usage × price;
+//! - a request's `fallbacks` follow the same rule; a restart keeps all of it.
 //!
 //! Mock token rule (crates/tollgate-mock/README.md): `"hello"` with `max_tokens: 8` is 5 prompt
 //! + 8 completion tokens, so [`C1`] USD on the team deployment.
@@ -156,7 +157,7 @@ async fn scenario(db_url: &str) {
         "",
         Some(db_url),
     );
-    let gw = GovGateway::start(&cfg);
+    let mut gw = GovGateway::start(&cfg);
     let (a, b, k) = setup(&gw).await;
     writes_are_scoped(&gw, &m.base_url(), &a, &b, &k).await;
 
@@ -223,6 +224,14 @@ async fn scenario(db_url: &str) {
 
     listings(&gw, &k, &a, &id, &internal).await;
     fallbacks(&gw, &m, &k, &internal).await;
+
+    // A restart loads the stored team deployment with its owner.
+    assert!(gw.stop().await, "graceful shutdown");
+    let gw = GovGateway::start(&cfg);
+    let r = chat(&gw, &k.team_member, &chat_body("team-gpt", "hello", 8)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.header("x-litellm-model-group"), internal);
+    assert_unknown(&gw, &k.other_team, "team-gpt").await;
     updates_and_deletes(&gw, &k, &a, &b, &id, &internal).await;
 }
 
