@@ -6,7 +6,9 @@
 //!    `timeout` read from the top level; everything else stays raw JSON, [`crate::request`];
 //!    400 on malformed bodies).
 //! 2. **admitted** ([`crate::gate::admit`], when governance runs): key/team aliases resolved,
-//!    then model access checked on the model group that will be called (403).
+//!    a team's own deployments (`/model/new` with `model_info.team_id`) mapped from their
+//!    public name for that team's keys and unknown (404) to everyone else, then model access
+//!    checked on the model group that will be called (403).
 //! 3. **route**: model group → an attempt plan ([`tollgate_router`]: strategy, cooldowns,
 //!    retries, fallbacks); 404 `model_not_found`.
 //! 4. **attempt loop** (`attempts`): per attempt, budgets and RPM/TPM/parallel limits of
