@@ -47,6 +47,7 @@ mod key_view;
 mod keys;
 mod live;
 mod members;
+mod model_teams;
 mod models;
 mod models_v2;
 mod organizations;

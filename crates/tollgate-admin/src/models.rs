@@ -3,7 +3,9 @@
 //! `PATCH /model/{id}/update`), `POST /model/delete` `{"id"}`, over the server's
 //! [`crate::ModelRegistry`].
 //! Admins see every deployment; any other key sees the deployments of the model groups it may
-//! call (LiteLLM filters `/model/info` by the key's access the same way). Writes: admin only.
+//! call (LiteLLM filters `/model/info` by the key's access the same way), its team's own under
+//! their public names. Writes: admin only, or for a deployment with `model_info.team_id` also
+//! an admin of that team ([`crate::model_teams`]).
 
 use std::sync::Arc;
 
@@ -16,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::{AdminContext, ModelChangeError, access, extract};
+use crate::{AdminContext, ModelChangeError, access, extract, model_teams};
 
 /// The model routes.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -33,15 +35,13 @@ pub(crate) fn routes() -> Router<Arc<AdminContext>> {
 /// secrets), "model_info": {"id", …}}]}`. Errors: 401.
 async fn info(State(ctx): State<Arc<AdminContext>>, headers: HeaderMap) -> ApiResult<Json<Value>> {
     let who = access::who(&ctx, &headers)?;
-    let mut data = ctx.models.list();
-    if let (false, Some(p)) = (who.reads_all(), &who.principal) {
-        let groups = ctx.gov.access_groups();
-        data.retain(|d| {
-            d.get("model_name")
-                .and_then(Value::as_str)
-                .is_some_and(|m| p.model_denial(m, &groups).is_none())
-        });
-    }
+    let groups = ctx.gov.access_groups();
+    let data: Vec<Value> = ctx
+        .models
+        .list()
+        .into_iter()
+        .filter_map(|d| model_teams::visible(&who, d, &groups))
+        .collect();
     Ok(Json(json!({"data": data})))
 }
 
@@ -53,8 +53,8 @@ async fn new(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    let who = access::admin(&ctx, &headers, "/model/new")?;
     let entry: Value = extract::body(&body)?;
+    let who = model_teams::writer(&ctx, &headers, "/model/new", model_teams::team_of(&entry))?;
     if !entry.is_object() {
         return Err(ApiError::bad_request(
             "Invalid request body: expected a JSON object",
@@ -104,7 +104,7 @@ async fn apply_update(
     id: &str,
     patch: Value,
 ) -> ApiResult<Json<Value>> {
-    let who = access::admin(ctx, headers, "/model/update")?;
+    let who = model_teams::updater(ctx, headers, id, &patch)?;
     if !patch.is_object() {
         return Err(ApiError::bad_request(
             "Invalid request body: expected a JSON object",
@@ -133,11 +133,12 @@ async fn delete(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<Value>> {
-    access::admin(&ctx, &headers, "/model/delete")?;
     let req: DeleteBody = extract::body(&body)?;
     let id = req
         .id
         .ok_or_else(|| ApiError::bad_request("id is required"))?;
+    let (_, team) = model_teams::stored_team(&ctx, &id);
+    model_teams::writer(&ctx, &headers, "/model/delete", team.as_deref())?;
     ctx.models.delete(&id).await.map_err(change_error)?;
     tracing::info!(model_id = %id, "model deployment deleted");
     Ok(Json(

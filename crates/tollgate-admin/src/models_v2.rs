@@ -9,11 +9,17 @@
 //!   others, those its `models` list allows (an unknown team: none);
 //! - `sortBy` (`model_name`, `created_at`, `updated_at`, `costs` = input + output USD per
 //!   token) and `sortOrder` (`asc`, default, or `desc`);
-//! - `page` (from 1, default 1) and `size` (default 50).
+//! - `page` (from 1, default 1) and `size` (default 50);
+//! - `user_models_only=true`: only deployments the caller added (`model_info.created_by` is
+//!   the caller's user id, as `/model/new` writes it);
+//! - `include_team_models=true`: each deployment gets `model_info.direct_access` and
+//!   `model_info.access_via_team_ids`, and those the caller reaches neither way are left
+//!   out ([`crate::model_teams::with_access`]).
 //!
 //! Answer: `{"data": [entries as /model/info], "total_count", "current_page", "size",
 //! "total_pages"}`. Entries never carry credentials (the registry strips them). Admins and
-//! viewers see every deployment; any other key only those it may call, as with `/model/info`.
+//! viewers see every deployment; any other key only those it may call, as with `/model/info`
+//! (its team's own under their public names).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -27,7 +33,7 @@ use serde_json::{Value, json};
 use tollgate_governance::runtime::list_allows;
 
 use crate::error::{ApiError, ApiResult};
-use crate::{AdminContext, access, extract};
+use crate::{AdminContext, access, extract, model_teams};
 
 /// LiteLLM's default page size.
 const DEFAULT_SIZE: u64 = 50;
@@ -53,6 +59,8 @@ struct Query {
     sort_order: Option<String>,
     page: Option<String>,
     size: Option<String>,
+    user_models_only: Option<String>,
+    include_team_models: Option<String>,
 }
 
 /// A positive integer query value. Errors: 400.
@@ -131,16 +139,23 @@ async fn info(
         .as_ref()
         .map(|t| ctx.gov.cache().read().teams.get(t).cloned());
     let needle = q.search.as_ref().map(|s| s.to_lowercase());
+    let mine =
+        model_teams::flag("user_models_only", q.user_models_only.as_deref())?.then(|| who.actor());
+    let with_teams = model_teams::flag("include_team_models", q.include_team_models.as_deref())?;
     let mut data: Vec<Value> = ctx
         .models
         .list()
         .into_iter()
+        .filter_map(|d| model_teams::visible(&who, d, &groups))
+        .filter_map(|d| {
+            if with_teams {
+                model_teams::with_access(&who, d, &groups)
+            } else {
+                Some(d)
+            }
+        })
         .filter(|d| {
             let name = text(d, "/model_name");
-            let callable = match (who.reads_all(), &who.principal) {
-                (false, Some(p)) => p.model_denial(name, &groups).is_none(),
-                _ => true,
-            };
             let owner = d.pointer("/model_info/team_id").and_then(Value::as_str);
             let for_team = match &team {
                 None => true,
@@ -150,8 +165,10 @@ async fn info(
                     None => list_allows(&t.models, name, &groups),
                 },
             };
-            callable
-                && for_team
+            for_team
+                && mine
+                    .as_deref()
+                    .is_none_or(|me| text(d, "/model_info/created_by") == me)
                 && q.model.as_deref().is_none_or(|m| m == name)
                 && q.model_id
                     .as_deref()

@@ -35,6 +35,7 @@ pub mod resolve;
 mod rng;
 mod select;
 pub mod state;
+pub mod team;
 #[cfg(test)]
 mod testutil;
 
@@ -48,3 +49,4 @@ pub use state::{
     AttemptTokens, CallTiming, CooldownRule, CooldownTrigger, DeploymentSnapshot, FleetState,
     InMemoryState, RouterState, SuccessSample, WallClock,
 };
+pub use team::TeamModels;

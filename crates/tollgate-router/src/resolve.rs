@@ -13,6 +13,7 @@ use crate::group::{ModelGroup, RoutedDeployment};
 use crate::rng::SharedRng;
 use crate::select::{SelectCtx, Selection};
 use crate::state::{InMemoryState, RouterState};
+use crate::team::TeamModels;
 
 /// Start and end byte of a wildcard match.
 type ByteRange = (usize, usize);
@@ -43,6 +44,8 @@ pub struct Router {
     pub(crate) config: RouterConfig,
     pub(crate) state: Box<dyn RouterState>,
     pub(crate) rng: SharedRng,
+    /// Team-owned groups ([`TeamModels`]).
+    teams: TeamModels,
 }
 
 impl Default for Router {
@@ -107,6 +110,7 @@ impl Router {
             config,
             state,
             rng: SharedRng::new(seed),
+            teams: TeamModels::default(),
         };
         for g in prepared {
             let g = Arc::new(g);
@@ -120,7 +124,21 @@ impl Router {
         r
     }
 
-    /// Concrete (non-wildcard) group names in config order, then aliases of existing groups.
+    /// This router with `teams` as its team-owned groups (their internal names then leave
+    /// [`Router::public_names`]).
+    pub fn with_team_models(mut self, teams: TeamModels) -> Self {
+        self.teams = teams;
+        self
+    }
+
+    /// The team-owned groups.
+    #[inline]
+    pub fn teams(&self) -> &TeamModels {
+        &self.teams
+    }
+
+    /// Concrete (non-wildcard) group names in config order (team-owned ones left out), then
+    /// aliases of existing groups.
     pub fn public_names(&self) -> impl Iterator<Item = &str> {
         let mut aliases: Vec<&str> = self
             .aliases
@@ -131,7 +149,11 @@ impl Router {
             .map(|(a, _)| a.as_str())
             .collect();
         aliases.sort_unstable();
-        self.names.iter().map(String::as_str).chain(aliases)
+        self.names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| self.teams.owner(n).is_none())
+            .chain(aliases)
     }
 
     /// The concrete (non-wildcard) model groups, in config order.

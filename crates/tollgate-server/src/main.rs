@@ -234,7 +234,11 @@ async fn serve_all(
         let r = state.router.load();
         let concrete = r.groups().count();
         let wild = r.wildcard_groups().count();
-        (concrete + wild, wild, r.public_names().count() - concrete)
+        (
+            concrete + wild,
+            wild,
+            r.public_names().count().saturating_sub(concrete),
+        )
     };
     tracing::info!(
         version = tollgate_server::VERSION,

@@ -6,7 +6,9 @@
 //!    `timeout` read from the top level; everything else stays raw JSON, [`crate::request`];
 //!    400 on malformed bodies).
 //! 2. **admitted** ([`crate::gate::admit`], when governance runs): key/team aliases resolved,
-//!    then model access checked on the model group that will be called (403).
+//!    a team's own deployments (`/model/new` with `model_info.team_id`) mapped from their
+//!    public name for that team's keys and unknown (404) to everyone else, then model access
+//!    checked on the model group that will be called (403).
 //! 3. **route**: model group → an attempt plan ([`tollgate_router`]: strategy, cooldowns,
 //!    retries, fallbacks); 404 `model_not_found`.
 //! 4. **attempt loop** (`attempts`): per attempt, budgets and RPM/TPM/parallel limits of
@@ -93,14 +95,27 @@ async fn run(
     started: Instant,
 ) -> Result<Answer, GatewayError> {
     // 1. inbound: authenticate, parse once
-    let inbound = Inbound::read(state, endpoint, headers, body).await?;
+    let mut inbound = Inbound::read(state, endpoint, headers, body).await?;
     // One router snapshot for the whole request (an atomic load; `/model/new` may swap in a
     // new router meanwhile): resolution, access and every attempt below use it.
     let router = state.router.load();
+    // Team-owned groups (`/model/new` with `model_info.team_id`): one branch when none.
+    if !router.teams().is_empty() {
+        inbound.scope_team(&router).map_err(|e| {
+            GatewayFailure::route(e, || {
+                crate::routes::visible_models(state, &inbound.identity)
+            })
+        })?;
+    }
     // 2. admitted: model access now; budgets and limits per attempt
     let governed = admitted(state, endpoint, headers, &inbound, &router)?;
     // 3. route: an attempt plan (strategy, cooldowns, retries, fallbacks)
-    let policy = inbound.policy(headers, body.len())?;
+    let mut policy = inbound.policy(headers, body.len())?;
+    if !router.teams().is_empty()
+        && let Some(names) = policy.fallbacks.as_mut()
+    {
+        inbound.scope_team_fallbacks(&router, names);
+    }
     let attempts = router.plan(inbound.routed(), policy).map_err(|e| {
         GatewayFailure::route(e, || {
             crate::routes::visible_models(state, &inbound.identity)
@@ -150,13 +165,11 @@ fn admitted<'s>(
         && (principal.is_some() || end_user.is_some())
         && let Ok((group, _)) = router.resolve(inbound.routed())
     {
-        check_access(
-            gate,
-            principal,
-            end_user,
-            access_name(group, inbound.routed(), 0),
-            &inbound.req.model,
-        )?;
+        let (name, owned) = match inbound.team_access_name() {
+            Some(name) => (name, true),
+            None => (access_name(group, inbound.routed(), 0), false),
+        };
+        check_access(gate, principal, end_user, name, owned, &inbound.req.model)?;
     }
     Ok(governed)
 }

@@ -289,6 +289,16 @@ pub fn visible_models(s: &AppState, identity: &Identity) -> Vec<String> {
             Err(_) => false,
         }
     });
+    // The key's team's own deployments, under their public names (LiteLLM lists
+    // `team_public_model_name` for the team's keys).
+    if let Some(team) = p.key.team_id.as_deref() {
+        for (public, _) in router.teams().of_team(team) {
+            if !names.iter().any(|n| n == public) && p.team_model_denial(public, &groups).is_none()
+            {
+                names.push(public.to_owned());
+            }
+        }
+    }
     names
 }
 

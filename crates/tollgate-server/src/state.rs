@@ -10,7 +10,9 @@ use arc_swap::ArcSwap;
 use tollgate_config::{Config, LoadedConfig, ModelEntry};
 use tollgate_governance::pricing::PriceTable;
 use tollgate_providers::{Deployment, DeploymentError, DeploymentSpec, UpstreamClient};
-use tollgate_router::{DeploymentLimits, ModelGroup, RoutedDeployment, Router, RouterConfig};
+use tollgate_router::{
+    DeploymentLimits, ModelGroup, RoutedDeployment, Router, RouterConfig, TeamModels,
+};
 
 use crate::auth::Authenticator;
 use crate::relay::{CallSink, LogSink};
@@ -243,13 +245,33 @@ fn router_of(
 /// `/model/new` or `/model/delete` change the deployments. Its state (cooldowns, latency,
 /// usage) starts empty.
 ///
+/// Entries with `model_info.team_id` become team-owned groups ([`team_owned`]).
+///
 /// Errors: [`StateError::Deployment`] for an unusable entry, [`StateError::Router`].
 pub fn build_router<'a>(
     config: &Config,
-    entries: impl IntoIterator<Item = &'a ModelEntry>,
+    entries: impl IntoIterator<Item = &'a ModelEntry> + Clone,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Router, StateError> {
-    router_of(config, model_groups(config, entries, env)?, env)
+    let teams = TeamModels::from_triples(entries.clone().into_iter().filter_map(team_owned));
+    Ok(router_of(config, model_groups(config, entries, env)?, env)?.with_team_models(teams))
+}
+
+/// `(group name, team id, public name)` of an entry one team owns: `model_info.team_id` set,
+/// the public name `model_info.team_public_model_name`, else the group name (LiteLLM's
+/// `_add_team_model_to_db` stores the name the team sent there).
+pub fn team_owned(e: &ModelEntry) -> Option<(String, String, String)> {
+    let info = &e.model_info.extra.0;
+    let team = info
+        .get("team_id")
+        .and_then(serde_json::Value::as_str)
+        .filter(|t| !t.is_empty())?;
+    let public = info
+        .get("team_public_model_name")
+        .and_then(serde_json::Value::as_str)
+        .filter(|p| !p.is_empty())
+        .unwrap_or(&e.model_name);
+    Some((e.model_name.clone(), team.to_owned(), public.to_owned()))
 }
 
 fn mb(v: Option<f64>) -> Option<usize> {

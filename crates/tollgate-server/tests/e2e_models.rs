@@ -193,7 +193,10 @@ async fn models_added_at_runtime_are_routed_listed_persisted_and_deleted() {
         Some(json!({
             "model_name": "db-model",
             "litellm_params": {"model": "openai/x", "api_base": format!("{}/v1", m.base_url())},
-            "model_info": {"mode": "chat", "id": id, "db_model": true},
+            "model_info": {"mode": "chat", "id": id, "db_model": true,
+                // the row's audit fields, as LiteLLM's get_model_info_with_id copies them in
+                "created_at": added["created_at"], "updated_at": added["updated_at"],
+                "created_by": "litellm-proxy-master-key", "updated_by": "litellm-proxy-master-key"},
         }))
     );
     let cfg_entry = info_entry(&info, "cfg-1").unwrap();

@@ -115,6 +115,25 @@ impl Principal {
     }
 }
 
+impl Principal {
+    /// As [`Principal::model_denial`], for a model group the key's own team owns (a
+    /// `/model/new` deployment with `model_info.team_id`, called by `name`, its public name):
+    /// the team layer allows it, since LiteLLM's `_add_team_model_to_db` adds the public name
+    /// to the team's `models` (`team_model_add`); the key's and the organization's lists are
+    /// checked on `name`.
+    pub fn team_model_denial(&self, name: &str, groups: &AccessGroups) -> Option<DeniedBy> {
+        if !list_allows(&self.key.models, name, groups) {
+            return Some(DeniedBy::Key);
+        }
+        if let Some(o) = &self.organization
+            && !list_allows(&o.models, name, groups)
+        {
+            return Some(DeniedBy::Organization);
+        }
+        None
+    }
+}
+
 impl Entities {
     /// `Some(DeniedBy::Customer)` when the end user `id` has a row whose `models` list does
     /// not allow `name` (same entries and matching as a key's list). An end user without a row,
@@ -248,5 +267,19 @@ mod tests {
         let p = principal(&[], None, Some(&["a"]));
         assert_eq!(p.model_denial("b", &g), Some(DeniedBy::User));
         assert_eq!(DeniedBy::Key.error_type(), "key_model_access_denied");
+    }
+
+    #[test]
+    fn team_owned_models_skip_the_team_list_only() {
+        let g = AccessGroups::default();
+        // The team lists only gpt-4o; its own model "team-gpt" is still allowed.
+        let p = principal(&[], Some(&["gpt-4o"]), None);
+        assert_eq!(p.model_denial("team-gpt", &g), Some(DeniedBy::Team));
+        assert_eq!(p.team_model_denial("team-gpt", &g), None);
+        // The key's own list still applies.
+        let p = principal(&["gpt-4o"], Some(&[]), None);
+        assert_eq!(p.team_model_denial("team-gpt", &g), Some(DeniedBy::Key));
+        let p = principal(&["all-team-models"], Some(&["gpt-4o"]), None);
+        assert_eq!(p.team_model_denial("team-gpt", &g), None);
     }
 }

@@ -54,6 +54,10 @@ pub struct AttemptInfo<'a> {
     pub call_id: &'a str,
     /// The attempt's number within the request (0 first).
     pub seq: u32,
+    /// Whether the attempt's group is owned by the calling key's team (a team model,
+    /// [`tollgate_router::TeamModels`]): access to a fallback is then checked with
+    /// [`Principal::team_model_denial`].
+    pub team_owned: bool,
 }
 
 /// Why an attempt was not admitted.
@@ -112,6 +116,7 @@ impl<'a> Governed<'a> {
                 self.principal,
                 self.end_user.as_deref(),
                 access_name(a.group, a.routed, a.fallback_index),
+                a.team_owned,
                 &req.model,
             )
             .map_err(Refusal::Denied)?;
@@ -182,7 +187,8 @@ pub fn access_name<'a>(group: &'a ModelGroup, routed: &'a str, fallback_index: u
 }
 
 /// Checks that `p` (the virtual key, when the caller is one) and then the request's end user
-/// may call `name` (`requested` is the name the client sent).
+/// may call `name` (`requested` is the name the client sent). `team_owned`: the group is the
+/// key's team's own ([`Principal::team_model_denial`]).
 ///
 /// Errors: 403 in LiteLLM's wording, its error type naming what denied it.
 #[expect(clippy::result_large_err, reason = "the refusal path is cold")]
@@ -191,13 +197,21 @@ pub fn check_access(
     p: Option<&Principal>,
     end_user: Option<&str>,
     name: &str,
+    team_owned: bool,
     requested: &str,
 ) -> Result<(), GatewayError> {
     if p.is_none() && end_user.is_none() {
         return Ok(());
     }
     let groups = gate.gov.access_groups();
-    let denied = p.and_then(|p| p.model_denial(name, &groups)).or_else(|| {
+    let key_denial = |p: &Principal| {
+        if team_owned {
+            p.team_model_denial(name, &groups)
+        } else {
+            p.model_denial(name, &groups)
+        }
+    };
+    let denied = p.and_then(key_denial).or_else(|| {
         end_user.and_then(|id| {
             gate.gov
                 .cache()

@@ -29,7 +29,7 @@ use crate::state::{EnvLookup, SharedRouter, StateError, build_router, routed_ent
 #[cfg(test)]
 use listing::public_params;
 use listing::{config_entry_info, stored_info, stored_row};
-use row::{entry_of, merge_object, parse_flag, parse_new};
+use row::{entry_of, merge_object, name_team_model, parse_flag, parse_new, team_update_names};
 
 /// A deployment added through `/model/new`: the row as stored (plaintext `litellm_params`) and
 /// the typed entry the router is built from (`os.environ/` references resolved).
@@ -263,6 +263,8 @@ impl ModelRegistry for ModelCatalog {
             ));
         }
         let _change = self.changes.lock().await;
+        let mut body = body;
+        name_team_model(&mut body);
         let new = parse_new(body, actor, &*self.env)?;
         let id = &new.row.model_id;
         let current = self.stored.load_full();
@@ -292,14 +294,13 @@ impl ModelRegistry for ModelCatalog {
         if let Value::Object(m) = &mut info {
             m.insert("id".into(), json!(id));
         }
-        let merged = json!({
-            "model_name": patch
-                .get("model_name")
-                .and_then(Value::as_str)
-                .unwrap_or(&old.model_name),
+        let asked_name = patch.get("model_name").and_then(Value::as_str);
+        let mut merged = json!({
+            "model_name": asked_name.unwrap_or(&old.model_name),
             "litellm_params": merge_object(&old.litellm_params, patch.get("litellm_params")),
             "model_info": info,
         });
+        team_update_names(&mut merged, old, asked_name);
         let mut changed = parse_new(merged, actor, &*self.env)?;
         changed.row.created_at = old.created_at;
         changed.row.created_by = old.created_by.clone();

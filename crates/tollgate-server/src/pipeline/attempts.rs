@@ -152,12 +152,29 @@ async fn admit(
         upstream_model: &attempt.upstream_model,
         call_id: r.call_id,
         seq,
+        // read only for fallbacks (the requested group's access was checked before planning)
+        team_owned: attempt.fallback_index > 0 && team_owned(r, attempt),
     };
     match g.admit(&r.inbound.req, r.endpoint, info).await {
         Ok(c) => Ok(Some(c)),
         Err(Refusal::Denied(e)) => Err(e),
         Err(Refusal::Rejected(rejection)) => Err(GatewayFailure::Rejected(rejection).into()),
     }
+}
+
+/// Whether `attempt`'s group is the calling key's team's own (one branch when no group is
+/// team-owned).
+fn team_owned(r: &Routed<'_>, attempt: &Attempt<'_>) -> bool {
+    let teams = r.router.teams();
+    if teams.is_empty() {
+        return false;
+    }
+    let key_team = r
+        .inbound
+        .identity
+        .principal()
+        .and_then(|p| p.key.team_id.as_deref());
+    key_team.is_some() && teams.owner(&attempt.group.name) == key_team
 }
 
 /// What admission gave an attempt.

@@ -5,7 +5,7 @@
 
 use http::{HeaderMap, HeaderName};
 use tollgate_governance::runtime::KeyError;
-use tollgate_router::RequestPolicy;
+use tollgate_router::{RequestPolicy, RouteError, Router};
 
 use crate::auth::{AuthError, Identity};
 use crate::clientside::ClientUpstream;
@@ -25,6 +25,11 @@ pub struct Inbound<'b> {
     pub client_upstream: Option<ClientUpstream>,
     /// The key's (or its team's) alias for the requested model, if it has one.
     alias: Option<String>,
+    /// The internal name of the team-owned group the key's team calls under the requested
+    /// public name ([`Self::scope_team`]).
+    team_model: Option<String>,
+    /// Whether the routed group is owned by the key's team (by its public or internal name).
+    team_owned: bool,
 }
 
 /// Limits a client set for its own request, seconds: `timeout` / `x-litellm-timeout` (every
@@ -69,12 +74,83 @@ impl<'b> Inbound<'b> {
             req,
             client_upstream,
             alias,
+            team_model: None,
+            team_owned: false,
         })
     }
 
-    /// The model name routed: the key's alias for the requested model, else the model.
+    /// The model name routed: the internal name of the key's team's own group for the name
+    /// asked for ([`Self::scope_team`]), else the key's alias for the requested model, else
+    /// the model.
     pub fn routed(&self) -> &str {
-        self.alias.as_deref().unwrap_or(&self.req.model)
+        self.team_model
+            .as_deref()
+            .or(self.alias.as_deref())
+            .unwrap_or(&self.req.model)
+    }
+
+    /// The name model access is checked on when the routed group is the key's team's own:
+    /// the public name asked for (LiteLLM checks the name in the request), else the internal
+    /// name asked for. `None` for every other group.
+    pub fn team_access_name(&self) -> Option<&str> {
+        if !self.team_owned {
+            return None;
+        }
+        Some(self.alias.as_deref().unwrap_or(&self.req.model))
+    }
+
+    /// Applies team-owned model groups ([`tollgate_router::TeamModels`]; call only when the
+    /// router has some): a key whose team owns a group published under the name asked for
+    /// (after aliases) is routed to that group's internal name, as LiteLLM's
+    /// `Router.map_team_model` does in `route_request`; a name that resolves to a group
+    /// another team owns is unknown to this caller (LiteLLM's `filter_team_based_models`
+    /// leaves it no deployment).
+    ///
+    /// Errors: [`RouteError::ModelNotFound`] for another team's group.
+    pub fn scope_team(&mut self, router: &Router) -> Result<(), RouteError> {
+        let teams = router.teams();
+        let team = self.team_id();
+        let asked = self.alias.as_deref().unwrap_or(&self.req.model);
+        if let Some(internal) = team.and_then(|t| teams.internal(t, asked)) {
+            self.team_model = Some(internal.to_owned());
+            self.team_owned = true;
+            return Ok(());
+        }
+        if let Ok((g, _)) = router.resolve(asked)
+            && let Some(owner) = teams.owner(&g.name)
+        {
+            if team != Some(owner) {
+                return Err(RouteError::ModelNotFound(asked.to_owned()));
+            }
+            self.team_owned = true;
+        }
+        Ok(())
+    }
+
+    /// The request's `fallbacks` under the rule of [`Self::scope_team`]: a public name of the
+    /// key's team's own group becomes its internal name, a name resolving to a group another
+    /// team owns is dropped (LiteLLM's `filter_team_based_models` leaves that fallback no
+    /// deployment, so it is never called).
+    pub fn scope_team_fallbacks(&self, router: &Router, names: &mut Vec<String>) {
+        let teams = router.teams();
+        let team = self.team_id();
+        names.retain_mut(|n| {
+            if let Some(internal) = team.and_then(|t| teams.internal(t, n)) {
+                *n = internal.to_owned();
+                return true;
+            }
+            match router.resolve(n) {
+                Ok((g, _)) => teams.owner(&g.name).is_none_or(|o| team == Some(o)),
+                Err(_) => true,
+            }
+        });
+    }
+
+    /// The calling key's team, if any.
+    fn team_id(&self) -> Option<&str> {
+        self.identity
+            .principal()
+            .and_then(|p| p.key.team_id.as_deref())
     }
 
     /// Retries (`num_retries`, else `x-litellm-num-retries`), fallbacks, the prompt estimate

@@ -43,21 +43,33 @@ pub(super) fn config_entry_info(e: &ModelEntry) -> Value {
     })
 }
 
-/// The `/model/info` entry of a stored deployment.
+/// The `/model/info` entry of a stored deployment. Its `model_info` also carries the row's
+/// `created_at`, `updated_at` (RFC 3339, ms), `created_by` and `updated_by`, as LiteLLM's
+/// `ProxyConfig.get_model_info_with_id` (`litellm/proxy/proxy_server.py`) copies them in for
+/// deployments from the database.
 pub(super) fn stored_info(row: &ProxyModel) -> Value {
+    let mut info = listed_info(row.model_info.clone(), &row.model_id, true);
+    if let Value::Object(m) = &mut info {
+        m.insert("created_at".into(), json!(time(row.created_at)));
+        m.insert("updated_at".into(), json!(time(row.updated_at)));
+        m.insert("created_by".into(), json!(row.created_by));
+        m.insert("updated_by".into(), json!(row.updated_by));
+    }
     json!({
         "model_name": row.model_name,
         "litellm_params": public_params(&row.litellm_params),
-        "model_info": listed_info(row.model_info.clone(), &row.model_id, true),
+        "model_info": info,
     })
+}
+
+/// A row time as the API shows it: RFC 3339 with milliseconds, `Z`.
+fn time(t: Option<chrono::DateTime<Utc>>) -> Option<String> {
+    t.map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
 }
 
 /// The `/model/new` answer: LiteLLM returns the created `"LiteLLM_ProxyModelTable"` row; this
 /// is that row with credentials removed.
 pub(super) fn stored_row(row: &ProxyModel) -> Value {
-    let time = |t: Option<chrono::DateTime<Utc>>| {
-        t.map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
-    };
     json!({
         "model_id": row.model_id,
         "model_name": row.model_name,

@@ -27,6 +27,59 @@ pub(super) fn merge_object(base: &Value, patch: Option<&Value>) -> Value {
     Value::Object(out)
 }
 
+/// The team a body's `model_info.team_id` names (non-empty), if any.
+pub(super) fn team_of(body: &Value) -> Option<&str> {
+    body.pointer("/model_info/team_id")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+}
+
+/// A new team deployment's stored names, as LiteLLM's `_add_team_model_to_db`
+/// (`litellm/proxy/management_endpoints/model_management_endpoints.py`) writes them:
+/// `model_name` becomes the unique internal `model_name_<team_id>_<uuid v4>` and
+/// `model_info.team_public_model_name` the name the team calls it by (the one given there,
+/// else the `model_name` sent). A body without `model_info.team_id` is left as it is.
+pub(super) fn name_team_model(body: &mut Value) {
+    let Some(team) = team_of(body).map(str::to_owned) else {
+        return;
+    };
+    let public = body
+        .pointer("/model_info/team_public_model_name")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+        .or_else(|| body.get("model_name").and_then(Value::as_str))
+        .map(str::to_owned);
+    let Some(public) = public else { return };
+    body["model_info"]["team_public_model_name"] = json!(public);
+    body["model_name"] = json!(format!("model_name_{team}_{}", uuid::Uuid::new_v4()));
+}
+
+/// The names of an updated deployment (`merged`: the stored row with the patch merged in)
+/// that a team owns, as LiteLLM's `_update_team_model_in_db` keeps them: the internal
+/// `model_name` stays (a new one when the deployment is given to a team for the first time),
+/// the public name becomes the `model_name` of the patch (`asked`), else stays
+/// `team_public_model_name`, else the old name. A deployment no team owns is left as it is.
+pub(super) fn team_update_names(merged: &mut Value, old: &ProxyModel, asked: Option<&str>) {
+    let Some(team) = team_of(merged).map(str::to_owned) else {
+        return;
+    };
+    let old_team = old.model_info.get("team_id").and_then(Value::as_str);
+    let public = asked
+        .or_else(|| {
+            old.model_info
+                .get("team_public_model_name")
+                .and_then(Value::as_str)
+        })
+        .unwrap_or(&old.model_name)
+        .to_owned();
+    merged["model_info"]["team_public_model_name"] = json!(public);
+    merged["model_name"] = if old_team == Some(team.as_str()) {
+        json!(old.model_name)
+    } else {
+        json!(format!("model_name_{team}_{}", uuid::Uuid::new_v4()))
+    };
+}
+
 /// A `/model/new` body as a row (`model_info.id` kept, else a new UUID v4) and its entry.
 ///
 /// Errors: [`ModelChangeError::Invalid`] naming the missing or wrong field.

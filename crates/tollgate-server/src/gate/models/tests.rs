@@ -118,3 +118,83 @@ fn listings_never_carry_credentials() {
         })
     );
 }
+
+/// `model_name_<team>_<uuid v4>`: the prefix, then a 36-character UUID.
+fn assert_internal(name: &Value, team: &str) {
+    let name = name.as_str().unwrap_or_default();
+    let prefix = format!("model_name_{team}_");
+    assert!(name.starts_with(&prefix), "{name}");
+    assert_eq!(name.len(), prefix.len() + 36, "{name}");
+}
+
+#[test]
+fn team_deployments_get_an_internal_name_and_keep_the_public_one() {
+    let mut b = json!({"model_name": "team-gpt", "litellm_params": {"model": "openai/x"},
+        "model_info": {"team_id": "t1"}});
+    name_team_model(&mut b);
+    assert_internal(&b["model_name"], "t1");
+    assert_eq!(b["model_info"]["team_public_model_name"], "team-gpt");
+    // An explicit public name wins over model_name.
+    let mut b = json!({"model_name": "x", "litellm_params": {"model": "openai/x"},
+        "model_info": {"team_id": "t1", "team_public_model_name": "pub"}});
+    name_team_model(&mut b);
+    assert_eq!(b["model_info"]["team_public_model_name"], "pub");
+    // No team: unchanged.
+    let mut b = json!({"model_name": "g", "model_info": {"team_id": ""}});
+    let before = b.clone();
+    name_team_model(&mut b);
+    assert_eq!(b, before);
+}
+
+#[test]
+fn team_updates_keep_the_internal_name_and_rename_the_public_one() {
+    let old = ProxyModel {
+        model_id: "m1".into(),
+        model_name: "model_name_t1_abc".into(),
+        model_info: json!({"id": "m1", "team_id": "t1", "team_public_model_name": "team-gpt"}),
+        ..ProxyModel::default()
+    };
+    let mut merged = json!({"model_name": "renamed", "model_info": old.model_info.clone()});
+    team_update_names(&mut merged, &old, Some("renamed"));
+    assert_eq!(merged["model_name"], "model_name_t1_abc");
+    assert_eq!(merged["model_info"]["team_public_model_name"], "renamed");
+    let mut merged =
+        json!({"model_name": "model_name_t1_abc", "model_info": old.model_info.clone()});
+    team_update_names(&mut merged, &old, None);
+    assert_eq!(merged["model_info"]["team_public_model_name"], "team-gpt");
+    // A global deployment given to a team: a new internal name, its old name public.
+    let old = ProxyModel {
+        model_id: "m2".into(),
+        model_name: "global".into(),
+        model_info: json!({"id": "m2"}),
+        ..ProxyModel::default()
+    };
+    let mut merged = json!({"model_name": "global", "model_info": {"id": "m2", "team_id": "t2"}});
+    team_update_names(&mut merged, &old, None);
+    assert_internal(&merged["model_name"], "t2");
+    assert_eq!(merged["model_info"]["team_public_model_name"], "global");
+}
+
+#[test]
+fn stored_listing_carries_the_row_audit_fields() {
+    let t = chrono::DateTime::parse_from_rfc3339("2026-01-02T03:04:05.678Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let row = ProxyModel {
+        model_id: "m1".into(),
+        model_name: "g".into(),
+        litellm_params: json!({"model": "openai/x", "api_key": "sk-secret"}),
+        model_info: json!({"mode": "chat"}),
+        created_at: Some(t),
+        updated_at: Some(t),
+        created_by: Some("u1".into()),
+        updated_by: Some("u2".into()),
+    };
+    assert_eq!(
+        stored_info(&row),
+        json!({"model_name": "g", "litellm_params": {"model": "openai/x"}, "model_info": {
+            "mode": "chat", "id": "m1", "db_model": true,
+            "created_at": "2026-01-02T03:04:05.678Z", "updated_at": "2026-01-02T03:04:05.678Z",
+            "created_by": "u1", "updated_by": "u2"}})
+    );
+}
