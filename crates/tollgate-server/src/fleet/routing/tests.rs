@@ -195,10 +195,13 @@ async fn a_cooldown_reaches_the_other_replica_by_pub_sub_at_once() {
     let s = until(&b, Duration::from_secs(2), |s| s.cooldown_until.is_some()).await;
     let took = started.elapsed();
     assert!(took < Duration::from_millis(100), "arrived after {took:?}");
-    // The same deadline, to the millisecond (one process: one clock).
+    // The same deadline, to the millisecond the message carries: truncating to whole ms moves
+    // it by up to 1 ms, and each replica maps its wall clock to its monotonic one through its
+    // own (SystemTime, Instant) pair, read a few microseconds apart (more under load; 1.035 ms
+    // was seen once in CI with a bound of exactly 1 ms).
     let until_b = s.cooldown_until.unwrap();
     let gap = until_b.max(until_a) - until_b.min(until_a);
-    assert!(gap <= Duration::from_millis(1), "{gap:?}");
+    assert!(gap <= Duration::from_millis(2), "{gap:?}");
     sync_a.stop().await;
     sync_b.stop().await;
     clean(&redis, &prefix).await;
