@@ -114,8 +114,11 @@ local function load(key)
   }
 end
 
-local function mark_dirty(dirty, key)
+-- `seen` (optional): the keys this call already added, so a batch adds each scope once.
+local function mark_dirty(dirty, key, seen)
+  if seen and seen[key] then return end
   redis.call('SADD', dirty, key)
+  if seen then seen[key] = true end
 end
 
 local function neg(units)
@@ -149,7 +152,7 @@ end
 
 -- Applies the budget window `dur` ('' = none): a passed reset_at zeroes spend and moves on; a
 -- window scope without a reset time gets one. The stored period becomes `dur`.
-local function roll_budget(st, dur, now, dirty)
+local function roll_budget(st, dur, now, dirty, seen)
   if dur == '' then
     if st.dur ~= '' then redis.call('HDEL', st.key, 'dur') end
     st.dur = ''
@@ -168,7 +171,7 @@ local function roll_budget(st, dur, now, dirty)
   if nxt ~= nil then
     st.reset_at = nxt
     redis.call('HSET', st.key, 'reset_at', int(nxt))
-    mark_dirty(dirty, st.key)
+    mark_dirty(dirty, st.key, seen)
   end
 end
 
@@ -254,7 +257,7 @@ end
 -- actual usage on every scope, exactly once: nil when the ticket is no longer in flight, else
 -- each scope's spend after, units (decimal strings). A tombstone (the lease ended and the
 -- reservation was released) is charged the actual usage only.
-local function finish(keys, args)
+local function finish(keys, args, now, seen)
   local record = redis.call('GET', keys[1])
   if not record then return nil end
   redis.call('DEL', keys[1])
@@ -262,20 +265,31 @@ local function finish(keys, args)
   local window, cost, tokens = tonumber(args[1]), args[2], tonumber(args[3])
   local actual_cost, actual_tokens = args[4], tonumber(args[5])
   local charged = actual_cost ~= '0' or actual_tokens ~= 0
-  local now = now_ms()
+  now = now or now_ms()
   local out = {}
   for i = 4, #keys do
     local st = load(keys[i])
-    roll_budget(st, st.dur, now, keys[2])
+    roll_budget(st, st.dur, now, keys[2], seen)
     roll_window(st, now, window)
-    if record ~= 'x' then unreserve(st.key, cost, tokens) end
+    -- One HSET per scope: the reservation's tokens and parallel slot released (as unreserve,
+    -- from the values load read: nothing in between changes them) and the actual tokens added.
+    local set = {}
+    if record ~= 'x' then
+      if redis.call('HINCRBY', st.key, 'reserved', neg(cost)) < 0 then
+        redis.call('HSET', st.key, 'reserved', '0')
+      end
+      set[1], set[2] = 'rt', int(math.max(0, st.rt - tokens))
+      set[3], set[4] = 'inf', int(math.max(0, st.inf - 1))
+    end
     local spend = st.spend_s
     if charged then
       spend = int(redis.call('HINCRBY', st.key, 'spend', actual_cost))
       redis.call('HINCRBY', st.key, 'add', actual_cost)
-      redis.call('HSET', st.key, 'wt', int(st.wt + actual_tokens))
-      mark_dirty(keys[2], st.key)
+      set[#set + 1] = 'wt'
+      set[#set + 1] = int(st.wt + actual_tokens)
+      mark_dirty(keys[2], st.key, seen)
     end
+    if #set > 0 then redis.call('HSET', st.key, unpack(set)) end
     out[#out + 1] = spend
   end
   return out
@@ -283,17 +297,17 @@ end
 
 -- Adds `cost` units and `tokens` tokens of usage counted elsewhere to each scope of
 -- `scope_keys` (budget and rate windows rolled first).
-local function add_usage(scope_keys, dirty, window, cost, tokens)
-  local now = now_ms()
+local function add_usage(scope_keys, dirty, window, cost, tokens, now, seen)
+  now = now or now_ms()
   for _, key in ipairs(scope_keys) do
     local st = load(key)
-    roll_budget(st, st.dur, now, dirty)
+    roll_budget(st, st.dur, now, dirty, seen)
     roll_window(st, now, window)
     if cost ~= '0' or tokens ~= 0 then
       redis.call('HINCRBY', st.key, 'spend', cost)
       redis.call('HINCRBY', st.key, 'add', cost)
       redis.call('HSET', st.key, 'wt', int(st.wt + tokens))
-      mark_dirty(dirty, st.key)
+      mark_dirty(dirty, st.key, seen)
     end
   end
 end
@@ -301,9 +315,9 @@ end
 -- KEYS: charge key, dirty set, then the scopes. ARGV: window ms, charge key lifetime ms, cost
 -- units, tokens. Adds usage counted elsewhere (a replica's local fallback) to every scope,
 -- exactly once per charge key: 1 when charged, 0 when the key says it already was.
-local function charge(keys, args)
+local function charge(keys, args, now, seen)
   if not redis.call('SET', keys[1], '1', 'NX', 'PX', args[2]) then return 0 end
-  add_usage({unpack(keys, 3)}, keys[2], tonumber(args[1]), args[3], tonumber(args[4]))
+  add_usage({unpack(keys, 3)}, keys[2], tonumber(args[1]), args[3], tonumber(args[4]), now, seen)
   return 1
 end
 
@@ -334,6 +348,9 @@ local function batch(keys, args)
   if not gen then return -1 end
   local same = args[3] == gen
   local window, ttl = args[1], args[2]
+  -- One clock reading and one dirty-set addition per scope for the whole batch: it runs
+  -- atomically, so its operations happen at one instant and a second SADD adds nothing.
+  local now, seen = now_ms(), {}
   local out = {gen}
   local k, a = 4, 4
   while a + 5 <= #args do
@@ -349,16 +366,17 @@ local function batch(keys, args)
     end
     local ok, r
     if kind == 's' or kind == 'S' then
-      ok, r = pcall(finish, op_keys, {window, args[a + 2], args[a + 3], args[a + 4], args[a + 5]})
+      ok, r = pcall(finish, op_keys, {window, args[a + 2], args[a + 3], args[a + 4], args[a + 5]},
+        now, seen)
       if ok and r == nil and kind == 's' then
         ok, r = pcall(add_usage, {unpack(op_keys, 4)}, dirty, tonumber(window), args[a + 4],
-          tonumber(args[a + 5]))
+          tonumber(args[a + 5]), now, seen)
         r = 1
       end
     elseif kind == 'r' then
-      ok, r = pcall(finish, op_keys, {window, args[a + 2], args[a + 3], '0', '0'})
+      ok, r = pcall(finish, op_keys, {window, args[a + 2], args[a + 3], '0', '0'}, now, seen)
     elseif kind == 'c' then
-      ok, r = pcall(charge, op_keys, {window, ttl, args[a + 2], args[a + 3]})
+      ok, r = pcall(charge, op_keys, {window, ttl, args[a + 2], args[a + 3]}, now, seen)
     else
       ok, r = false, 'unknown operation ' .. tostring(kind)
     end
