@@ -87,6 +87,10 @@ pub struct SweepArgs {
     /// Warm-up after a gateway became healthy, seconds.
     #[arg(long, default_value_t = 2.0)]
     pub gateway_warmup: f64,
+    /// Start every gateway first and measure them in turn at each level and repeat (the turn
+    /// rotated per repeat), so the machine's drift over the sweep reaches all alike.
+    #[arg(long)]
+    pub interleave: bool,
     /// The bench/ directory (gateways/, configs/, results/); default: found from the current directory.
     #[arg(long)]
     pub bench_dir: Option<PathBuf>,

@@ -160,6 +160,7 @@ async fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         openai_model: a.common.model.clone(),
         anthropic_model: a.common.anthropic_model.clone(),
         work_dir: work_dir.clone(),
+        interleave: a.interleave,
     };
     let sweep = harness::run(&cfg).await?;
     let rows = report::summarise(&sweep);

@@ -50,6 +50,7 @@ fn sweep_writes_consistent_csv_table_and_plots() {
         openai_model: "bench-gpt".into(),
         anthropic_model: "bench-claude".into(),
         work_dir: work.join("scratch"),
+        interleave: false,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -186,6 +187,7 @@ fn two_replicas_share_the_load_and_are_sampled_together() {
         openai_model: "bench-gpt".into(),
         anthropic_model: "bench-claude".into(),
         work_dir: work.join("scratch"),
+        interleave: false,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -210,5 +212,93 @@ fn two_replicas_share_the_load_and_are_sampled_together() {
     assert!(scratch.join("tollgate-pair-0.log").is_file());
     assert!(scratch.join("tollgate-pair-1.log").is_file());
     assert!(seen.chat.load(std::sync::atomic::Ordering::Relaxed) >= gw.result.requests);
+    std::fs::remove_dir_all(&work).ok();
+}
+
+/// `interleave`: both gateways are started first and measured in turn, the turn starting one
+/// gateway later at each repeat; every gateway run still has its direct run beside it. Needs
+/// the `tollgate` binary (skipped, saying so, without it).
+#[test]
+fn interleaved_gateways_take_turns_rotated_per_repeat() {
+    let (upstream, _seen) = support::start_on_thread(Duration::from_millis(2));
+    let bench_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bench")
+        .canonicalize()
+        .unwrap();
+    let repo_dir = bench_dir.parent().unwrap().to_path_buf();
+    if !["release", "debug"]
+        .iter()
+        .any(|p| repo_dir.join("target").join(p).join("tollgate").is_file())
+    {
+        println!("tollgate binary not built: interleaved harness test skipped");
+        return;
+    }
+    let p = bench_dir.join("gateways/tollgate.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    let def = |name: &str| {
+        let t = text.replace("name = \"tollgate\"", &format!("name = \"{name}\""));
+        GatewayDef::parse(&t, &p).unwrap()
+    };
+    let work = std::env::temp_dir().join(format!("tgb-turns-{}", std::process::id()));
+    let cfg = HarnessConfig {
+        bench_dir: bench_dir.clone(),
+        repo_dir,
+        gateways: vec![def("tg-a"), def("tg-b")],
+        upstream: Upstream::Existing(upstream),
+        scenario: Scenario::Forwarding,
+        levels: vec![2],
+        repeats: 3,
+        warmup: Duration::from_millis(20),
+        gateway_warmup: Duration::from_millis(100),
+        duration: Duration::from_millis(150),
+        max_requests: 100_000,
+        mode: Mode::Closed,
+        request_timeout: Duration::from_secs(5),
+        direct_headers: vec![("authorization".into(), "Bearer sk-bench-upstream".into())],
+        openai_model: "bench-gpt".into(),
+        anthropic_model: "bench-claude".into(),
+        work_dir: work.join("scratch"),
+        interleave: true,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sweep = rt.block_on(harness::run(&cfg)).unwrap();
+    let status: Vec<(&str, &str)> = sweep
+        .gateways
+        .iter()
+        .map(|g| (g.name.as_str(), g.status.as_str()))
+        .collect();
+    assert_eq!(status, [("tg-a", "measured"), ("tg-b", "measured")]);
+    let order: Vec<(usize, &str, tollgate_bench::harness::Side)> = sweep
+        .runs
+        .iter()
+        .map(|r| (r.repeat, r.gateway.as_str(), r.side))
+        .collect();
+    use tollgate_bench::harness::Side::{Direct, Gateway};
+    assert_eq!(
+        order,
+        [
+            (1, "tg-a", Direct),
+            (1, "tg-a", Gateway),
+            (1, "tg-b", Direct),
+            (1, "tg-b", Gateway),
+            (2, "tg-b", Gateway),
+            (2, "tg-b", Direct),
+            (2, "tg-a", Gateway),
+            (2, "tg-a", Direct),
+            (3, "tg-a", Direct),
+            (3, "tg-a", Gateway),
+            (3, "tg-b", Direct),
+            (3, "tg-b", Gateway),
+        ]
+    );
+    assert!(
+        sweep
+            .runs
+            .iter()
+            .all(|r| r.result.requests > 0 && r.result.errors == 0)
+    );
     std::fs::remove_dir_all(&work).ok();
 }

@@ -1,5 +1,6 @@
 //! The side-by-side sweep: mock once, then per gateway start (`start.rs`: its replicas,
-//! health, key, probe) → warm-up → (level × repeat: direct and gateway runs interleaved) → stop.
+//! health, key, probe) → warm-up → (level × repeat: direct and gateway runs interleaved) → stop,
+//! one gateway after the other or all of them in turn (`order.rs`).
 //!
 //! The direct baseline (client → mock) is measured in the same sweep right
 //! beside every gateway run, alternating which goes first per repeat, so a
@@ -18,11 +19,11 @@ use crate::driver::{self, LoadSpec, Mode, RunResult};
 use crate::error::BenchError;
 use crate::gateway::GatewayDef;
 use crate::machine::Machine;
-use crate::process::Managed;
 use crate::redis_stats;
 use crate::upstream::Upstream;
 use crate::workload::{self, RequestStyle, Scenario, Workload};
 
+mod order;
 mod start;
 
 pub use start::governed_headers;
@@ -64,6 +65,9 @@ pub struct HarnessConfig {
     pub anthropic_model: String,
     /// Scratch directory for rendered configs, pid files and logs.
     pub work_dir: PathBuf,
+    /// All gateways started at once and measured in turn at every level and repeat, the
+    /// order rotated per repeat (`false`: one gateway after the other, all its levels first).
+    pub interleave: bool,
 }
 
 /// Which side a run measured.
@@ -140,32 +144,14 @@ pub async fn run(cfg: &HarnessConfig) -> Result<Sweep, BenchError> {
         runs: Vec::new(),
         gateways: Vec::new(),
     };
-    for def in &cfg.gateways {
-        let mut outcome = GatewayOutcome {
-            name: def.name.clone(),
-            status: "unavailable".into(),
-            detail: String::new(),
-            version: None,
-            config: None,
-        };
-        if let Err(e) = run_gateway(
-            cfg,
-            def,
-            &upstream.url,
-            &direct,
-            &mut sweep.runs,
-            &mut outcome,
-        )
-        .await
-        {
-            outcome.status = "failed".into();
-            outcome.detail = e.to_string();
+    if cfg.interleave {
+        sweep.gateways = order::interleaved(cfg, &upstream.url, &direct, &mut sweep.runs).await?;
+    } else {
+        for def in &cfg.gateways {
+            let outcome =
+                order::one_gateway(cfg, def, &upstream.url, &direct, &mut sweep.runs).await;
+            sweep.gateways.push(outcome);
         }
-        eprintln!(
-            "[bench] {}: {} {}",
-            outcome.name, outcome.status, outcome.detail
-        );
-        sweep.gateways.push(outcome);
     }
     if !sweep.gateways.iter().any(|g| g.status == "measured") {
         eprintln!("[bench] no gateway measured: direct-only sweep");
@@ -236,109 +222,6 @@ async fn measure(
             .unwrap_or_default()
     );
     Ok(r)
-}
-
-async fn run_gateway(
-    cfg: &HarnessConfig,
-    def: &GatewayDef,
-    upstream_url: &str,
-    direct: &Workload,
-    runs: &mut Vec<RunRecord>,
-    outcome: &mut GatewayOutcome,
-) -> Result<(), BenchError> {
-    if !def.supports(cfg.scenario) {
-        outcome.detail = format!(
-            "scenario {} is not in its capabilities ({})",
-            cfg.scenario,
-            def.capabilities
-                .scenarios
-                .iter()
-                .map(|s| s.name())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        return Ok(());
-    }
-    let Some(mut gw) = start::start(cfg, def, upstream_url, outcome).await? else {
-        return Ok(());
-    };
-    let bases: Vec<&str> = gw.bases.iter().map(String::as_str).collect();
-    let top = cfg.levels.iter().copied().max().unwrap_or(1);
-    eprintln!(
-        "[bench] {}: healthy on {}, warming up",
-        def.name,
-        bases.join(" ")
-    );
-    let warm = driver::run_spread(
-        &bases,
-        gw.workload.clone(),
-        LoadSpec {
-            concurrency: top,
-            warmup: Duration::ZERO,
-            duration: cfg.gateway_warmup,
-            max_requests: u64::MAX,
-            mode: Mode::Closed,
-            request_timeout: cfg.request_timeout,
-            observe_pids: Vec::new(),
-        },
-    )
-    .await?;
-    if warm.errors > 0 {
-        eprintln!(
-            "[bench] {}: {} errors during warm-up (first: {})",
-            def.name,
-            warm.errors,
-            warm.first_error.unwrap_or_default()
-        );
-    }
-    let pids: Vec<u32> = gw.procs.iter().map(Managed::pid).collect();
-    for &level in &cfg.levels {
-        for repeat in 1..=cfg.repeats.max(1) {
-            let direct_first = repeat % 2 == 1;
-            for step in 0..2 {
-                let side_direct = (step == 0) == direct_first;
-                let (side, r) = if side_direct {
-                    (
-                        Side::Direct,
-                        measure(cfg, &[upstream_url], direct.clone(), level, Vec::new()).await?,
-                    )
-                } else {
-                    let before = redis_reading(gw.redis_url.as_deref()).await;
-                    let mut r =
-                        measure(cfg, &bases, gw.workload.clone(), level, pids.clone()).await?;
-                    if let Some(before) = before {
-                        // Settlements leave in batches within 1 s of their request: wait for
-                        // them before reading what the run cost.
-                        tokio::time::sleep(Duration::from_millis(1500)).await;
-                        if let Some(after) = redis_reading(gw.redis_url.as_deref()).await {
-                            r.redis = redis_stats::usage(&before, &after, r.completed);
-                        }
-                    }
-                    (Side::Gateway, r)
-                };
-                runs.push(RunRecord {
-                    gateway: def.name.clone(),
-                    level,
-                    repeat,
-                    side,
-                    result: r,
-                });
-            }
-            for p in &mut gw.procs {
-                if let Some(st) = p.exited() {
-                    return Err(BenchError::Process {
-                        name: def.name.clone(),
-                        reason: format!("exited during the sweep ({st}); log:\n{}", p.log_tail(20)),
-                    });
-                }
-            }
-        }
-    }
-    for p in &mut gw.procs {
-        p.stop();
-    }
-    outcome.status = "measured".into();
-    Ok(())
 }
 
 /// The Redis server's command counters, `None` without a Redis (or when it cannot be read:
