@@ -8,6 +8,8 @@
 //! alike instead of on whichever came last. On 2026-12-03 the same binary read 0.42 and 0.67 ms
 //! of added p50 as the third and the fourth gateway of two sweeps (`bench/README.md`). Gateways
 //! wait idle while another is measured; their own timers (write-behind, feeds) keep running.
+//! Gateways that share one Redis also share its function library: the last one started has
+//! loaded its version for all of them.
 #![expect(
     clippy::print_stderr,
     reason = "the sweep's progress is the bench CLI's stderr output"
