@@ -15,33 +15,47 @@ use tollgate_bench::report::{self, Meta};
 use tollgate_bench::upstream::Upstream;
 use tollgate_bench::workload::Scenario;
 
-#[test]
-fn sweep_writes_consistent_csv_table_and_plots() {
-    let (upstream, seen) = support::start_on_thread(Duration::from_millis(2));
-    let bench_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench");
-    let bench_dir = bench_dir.canonicalize().unwrap();
+/// The repository's `bench/` directory and the repository root.
+#[expect(
+    clippy::unwrap_used,
+    reason = "test setup: a missing bench/ fails the test"
+)]
+fn dirs() -> (std::path::PathBuf, std::path::PathBuf) {
+    let bench_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../bench")
+        .canonicalize()
+        .unwrap();
     let repo_dir = bench_dir.parent().unwrap().to_path_buf();
-    let tollgate_built = ["release", "debug"]
+    (bench_dir, repo_dir)
+}
+
+/// Whether a `tollgate` binary has been built in the repository's target directory.
+fn tollgate_built(repo_dir: &Path) -> bool {
+    ["release", "debug"]
         .iter()
-        .any(|p| repo_dir.join("target").join(p).join("tollgate").is_file());
-    let mut gateways = Vec::new();
-    if tollgate_built {
-        let p = bench_dir.join("gateways/tollgate.toml");
-        gateways.push(GatewayDef::parse(&std::fs::read_to_string(&p).unwrap(), &p).unwrap());
-    } else {
-        println!("tollgate binary not built: gateway part skipped, direct only");
-    }
-    let work = std::env::temp_dir().join(format!("tgb-e2e-{}", std::process::id()));
-    let cfg = HarnessConfig {
-        bench_dir: bench_dir.clone(),
+        .any(|p| repo_dir.join("target").join(p).join("tollgate").is_file())
+}
+
+/// A forwarding sweep of `gateways` against `upstream` at `levels` × `repeats`, short windows,
+/// one gateway after the other, scratch files under `work`.
+fn short_sweep(
+    gateways: Vec<GatewayDef>,
+    upstream: String,
+    levels: Vec<usize>,
+    repeats: usize,
+    work: &Path,
+) -> HarnessConfig {
+    let (bench_dir, repo_dir) = dirs();
+    HarnessConfig {
+        bench_dir,
         repo_dir,
         gateways,
         upstream: Upstream::Existing(upstream),
         scenario: Scenario::Forwarding,
-        levels: vec![1, 4],
-        repeats: 2,
+        levels,
+        repeats,
         warmup: Duration::from_millis(30),
-        gateway_warmup: Duration::from_millis(200),
+        gateway_warmup: Duration::from_millis(100),
         duration: Duration::from_millis(200),
         max_requests: 100_000,
         mode: Mode::Closed,
@@ -51,6 +65,25 @@ fn sweep_writes_consistent_csv_table_and_plots() {
         anthropic_model: "bench-claude".into(),
         work_dir: work.join("scratch"),
         interleave: false,
+    }
+}
+
+#[test]
+fn sweep_writes_consistent_csv_table_and_plots() {
+    let (upstream, seen) = support::start_on_thread(Duration::from_millis(2));
+    let (bench_dir, repo_dir) = dirs();
+    let tollgate_built = tollgate_built(&repo_dir);
+    let mut gateways = Vec::new();
+    if tollgate_built {
+        let p = bench_dir.join("gateways/tollgate.toml");
+        gateways.push(GatewayDef::parse(&std::fs::read_to_string(&p).unwrap(), &p).unwrap());
+    } else {
+        println!("tollgate binary not built: gateway part skipped, direct only");
+    }
+    let work = std::env::temp_dir().join(format!("tgb-e2e-{}", std::process::id()));
+    let cfg = HarnessConfig {
+        gateway_warmup: Duration::from_millis(200),
+        ..short_sweep(gateways, upstream, vec![1, 4], 2, &work)
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -149,15 +182,8 @@ fn sweep_writes_consistent_csv_table_and_plots() {
 #[test]
 fn two_replicas_share_the_load_and_are_sampled_together() {
     let (upstream, seen) = support::start_on_thread(Duration::from_millis(2));
-    let bench_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../bench")
-        .canonicalize()
-        .unwrap();
-    let repo_dir = bench_dir.parent().unwrap().to_path_buf();
-    if !["release", "debug"]
-        .iter()
-        .any(|p| repo_dir.join("target").join(p).join("tollgate").is_file())
-    {
+    let (bench_dir, repo_dir) = dirs();
+    if !tollgate_built(&repo_dir) {
         println!("tollgate binary not built: two-replica harness test skipped");
         return;
     }
@@ -170,24 +196,8 @@ fn two_replicas_share_the_load_and_are_sampled_together() {
     assert_eq!(def.replicas, 2);
     let work = std::env::temp_dir().join(format!("tgb-pair-{}", std::process::id()));
     let cfg = HarnessConfig {
-        bench_dir: bench_dir.clone(),
-        repo_dir,
-        gateways: vec![def],
-        upstream: Upstream::Existing(upstream),
-        scenario: Scenario::Forwarding,
-        levels: vec![4],
-        repeats: 1,
-        warmup: Duration::from_millis(30),
-        gateway_warmup: Duration::from_millis(100),
         duration: Duration::from_millis(300),
-        max_requests: 100_000,
-        mode: Mode::Closed,
-        request_timeout: Duration::from_secs(5),
-        direct_headers: vec![("authorization".into(), "Bearer sk-bench-upstream".into())],
-        openai_model: "bench-gpt".into(),
-        anthropic_model: "bench-claude".into(),
-        work_dir: work.join("scratch"),
-        interleave: false,
+        ..short_sweep(vec![def], upstream, vec![4], 1, &work)
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -221,15 +231,8 @@ fn two_replicas_share_the_load_and_are_sampled_together() {
 #[test]
 fn interleaved_gateways_take_turns_rotated_per_repeat() {
     let (upstream, _seen) = support::start_on_thread(Duration::from_millis(2));
-    let bench_dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../bench")
-        .canonicalize()
-        .unwrap();
-    let repo_dir = bench_dir.parent().unwrap().to_path_buf();
-    if !["release", "debug"]
-        .iter()
-        .any(|p| repo_dir.join("target").join(p).join("tollgate").is_file())
-    {
+    let (bench_dir, repo_dir) = dirs();
+    if !tollgate_built(&repo_dir) {
         println!("tollgate binary not built: interleaved harness test skipped");
         return;
     }
@@ -241,24 +244,10 @@ fn interleaved_gateways_take_turns_rotated_per_repeat() {
     };
     let work = std::env::temp_dir().join(format!("tgb-turns-{}", std::process::id()));
     let cfg = HarnessConfig {
-        bench_dir: bench_dir.clone(),
-        repo_dir,
-        gateways: vec![def("tg-a"), def("tg-b")],
-        upstream: Upstream::Existing(upstream),
-        scenario: Scenario::Forwarding,
-        levels: vec![2],
-        repeats: 3,
         warmup: Duration::from_millis(20),
-        gateway_warmup: Duration::from_millis(100),
         duration: Duration::from_millis(150),
-        max_requests: 100_000,
-        mode: Mode::Closed,
-        request_timeout: Duration::from_secs(5),
-        direct_headers: vec![("authorization".into(), "Bearer sk-bench-upstream".into())],
-        openai_model: "bench-gpt".into(),
-        anthropic_model: "bench-claude".into(),
-        work_dir: work.join("scratch"),
         interleave: true,
+        ..short_sweep(vec![def("tg-a"), def("tg-b")], upstream, vec![2], 3, &work)
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
