@@ -128,9 +128,9 @@ pub struct Governance {
     misses: std::sync::OnceLock<key_miss::KeyMisses>,
 }
 
-/// Loads of one [`Governance::reload_identities`] at most before it swaps in the last one even
-/// though local writes went on meanwhile.
-const RELOAD_ATTEMPTS: usize = 3;
+/// Loads of one [`Governance::reload_identities`] at most before it gives up (each met a local
+/// write, so none is swapped in).
+const RELOAD_ATTEMPTS: usize = 5;
 
 impl std::fmt::Debug for Governance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -219,10 +219,14 @@ impl Governance {
     /// with [`IdentityCache::replace`] (end users only this replica knows yet are kept; a
     /// team's change reaches its keys' principals because principals are resolved from the
     /// cache on every request). If a management write of this replica ended while the load
-    /// ran, the load may predate it: it is loaded again (at most [`RELOAD_ATTEMPTS`] loads).
-    /// Spend counters are left alone: a reload never resets spend.
+    /// ran, the load may predate it: it is loaded again, a few milliseconds later each time
+    /// (at most [`RELOAD_ATTEMPTS`] loads). Spend counters are left alone: a reload never
+    /// resets spend.
     ///
-    /// Errors: the store's ([`StoreError`]); the cache is then unchanged.
+    /// Errors: the store's ([`StoreError`]); [`StoreError::WrittenDuringReload`] when every
+    /// load met a local write (swapping the last one in could drop a key created a moment
+    /// ago, so it is not: the change feed's refresh retries after its delay). The cache is
+    /// then unchanged.
     pub async fn reload_identities(&self) -> Result<Replaced, StoreError> {
         let mut attempt = 1;
         loop {
@@ -230,12 +234,14 @@ impl Governance {
             let mut snapshot = self.store.load().await?;
             snapshot.model_budget_windows.clear();
             let fresh = Entities::from_snapshot(snapshot);
-            if attempt >= RELOAD_ATTEMPTS {
-                return Ok(self.cache.replace(fresh));
-            }
             if let Ok(r) = self.cache.replace_unless_written_since(fresh, before) {
                 return Ok(r);
             }
+            if attempt >= RELOAD_ATTEMPTS {
+                return Err(StoreError::WrittenDuringReload(attempt));
+            }
+            // a burst of writes (a script creating a team and its keys) passes in milliseconds
+            tokio::time::sleep(std::time::Duration::from_millis(5 * attempt as u64)).await;
             attempt += 1;
         }
     }

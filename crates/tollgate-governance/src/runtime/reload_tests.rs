@@ -177,3 +177,38 @@ async fn a_load_that_may_predate_a_local_write_is_not_swapped_in() {
     a.reload_identities().await.unwrap();
     assert!(a.principal("k3").is_ok());
 }
+
+/// While this replica's management writes keep coming during every load, a reload swaps
+/// nothing in (each load may predate a write: a key created a moment ago would vanish from the
+/// cache) and says so; once they stop, the next reload swaps in what the database holds.
+#[tokio::test]
+async fn a_reload_that_meets_a_local_write_in_every_load_keeps_the_cache() {
+    let (a, b) = two_replicas().await;
+    let b = Arc::new(b);
+    b.cache().update(|e| {
+        e.keys.insert("local".into(), Arc::new(key("local", None)));
+    });
+    a.store().upsert_key(&key("remote", None)).await.unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (b, stop) = (Arc::clone(&b), Arc::clone(&stop));
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                b.cache().update(|_| ());
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    let r = b.reload_identities().await;
+    assert!(
+        matches!(r, Err(StoreError::WrittenDuringReload(5))),
+        "{r:?}"
+    );
+    assert!(b.principal("local").is_ok(), "the local write stays");
+    assert!(b.principal("remote").is_err(), "nothing was swapped in");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.await.unwrap();
+    let r = b.reload_identities().await.unwrap();
+    assert_eq!(r.keys, 1, "the database's one key");
+    assert!(b.principal("remote").is_ok());
+}

@@ -67,6 +67,11 @@ pub enum StoreError {
     /// (seeding them at start).
     #[error("spend counters: {0}")]
     Counters(#[from] crate::admission::CounterStoreError),
+    /// A full reload of the identities met a management write of this replica during each of
+    /// its loads (the count), so each load may have predated a write: nothing was swapped in,
+    /// and nothing this replica wrote is lost; the caller tries again later.
+    #[error("identities were written locally during each of {0} loads; reload skipped")]
+    WrittenDuringReload(usize),
 }
 
 /// Everything the in-process cache needs, read once at start.
