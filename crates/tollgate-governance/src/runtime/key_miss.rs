@@ -127,19 +127,12 @@ impl Governance {
                 return false;
             }
         }
-        let _one_reload = m.reload.lock().await;
-        if held() {
-            return true;
-        }
-        if let Err(e) = self.reload_identities().await {
-            tracing::warn!(error = %e, "reloading identities for a key found in the database failed");
-            return false;
-        }
-        held()
+        // the reload may still lack the key (deleted meanwhile): ask the cache again
+        self.reload_one_at_a_time(m, held, "a key found in the database")
+            .await
+            && held()
     }
-}
 
-impl Governance {
     /// Reloads the identities from the database when lookups are on (see the module docs) and
     /// this second's allowance is not spent: what the management API does before it answers
     /// 404 for a key alias its cache does not hold, which may name a key another replica
@@ -152,11 +145,27 @@ impl Governance {
         if !m.take_lookup() {
             return false;
         }
+        self.reload_one_at_a_time(m, || false, "a key alias missing from the cache")
+            .await
+    }
+
+    /// One reload at a time: waits for one in progress, then reloads unless `done` (checked
+    /// after the wait) says the one before already brought what is sought. True when `done`
+    /// held or the reload succeeded; a failing reload is logged (`what` it was for) and false.
+    async fn reload_one_at_a_time(
+        &self,
+        m: &KeyMisses,
+        done: impl Fn() -> bool,
+        what: &str,
+    ) -> bool {
         let _one_reload = m.reload.lock().await;
+        if done() {
+            return true;
+        }
         match self.reload_identities().await {
             Ok(_) => true,
             Err(e) => {
-                tracing::warn!(error = %e, "reloading identities for a key alias missing from the cache failed");
+                tracing::warn!(error = %e, "reloading identities for {what} failed");
                 false
             }
         }
