@@ -88,23 +88,27 @@ pub(super) async fn interleaved(
     }
     for &level in &cfg.levels {
         for repeat in 1..=cfg.repeats.max(1) {
-            let n = ready.len();
-            for turn in turns(n, repeat) {
+            let mut failed = Vec::new();
+            for turn in turns(ready.len(), repeat) {
                 let Some((index, r)) = ready.get_mut(turn) else {
                     continue;
                 };
                 if let Err(e) = pair(cfg, r, upstream_url, direct, level, repeat, runs).await {
-                    let (index, mut r) = (*index, ready.remove(turn));
-                    for p in &mut r.1.gw.procs {
+                    for p in &mut r.gw.procs {
                         p.stop();
                     }
-                    if let Some(o) = outcomes.get_mut(index) {
+                    eprintln!("[bench] {}: failed {e}", r.def.name);
+                    if let Some(o) = outcomes.get_mut(*index) {
                         o.status = "failed".into();
                         o.detail = e.to_string();
                     }
-                    eprintln!("[bench] {}: failed {e}", r.1.def.name);
-                    break; // the turn order of this repeat no longer holds; the next one does
+                    failed.push(turn);
                 }
+            }
+            // the others keep their turns this repeat; the failed leave the rotation after it
+            failed.sort_unstable_by(|a, b| b.cmp(a));
+            for turn in failed {
+                ready.remove(turn);
             }
         }
     }
