@@ -91,7 +91,8 @@ async fn logs(
     Ok(Json(serde_json::to_value(rows).unwrap_or(Value::Null)))
 }
 
-/// `GET /global/spend` → `{"spend": <proxy-wide spend in its window, USD>, "max_budget":
+/// `GET /global/spend` → `{"spend": <proxy-wide spend in its window (all time without a
+/// proxy-wide limit: the spend logs' sum), USD>, "max_budget":
 /// <litellm_settings.max_budget, 0 when unset>}`. Admins and viewers. Errors: 401, 403, 500.
 async fn global(
     State(ctx): State<Arc<AdminContext>>,
@@ -99,7 +100,12 @@ async fn global(
 ) -> ApiResult<Json<Value>> {
     access::reader(&ctx, &headers, "/global/spend")?;
     flush(&ctx).await?;
-    let spend = ctx.gov.spend_of(&ScopeKey::global()).await?;
+    // The proxy-wide counter exists only when a limit needs it; otherwise the spend logs
+    // hold the same total.
+    let spend = match ctx.gov.options().global.is_empty() {
+        true => ctx.gov.store().spend_since(None).await?,
+        false => ctx.gov.spend_of(&ScopeKey::global()).await?,
+    };
     let max = ctx.gov.options().global.max_budget.unwrap_or(0.0);
     Ok(Json(json!({"spend": spend, "max_budget": max})))
 }

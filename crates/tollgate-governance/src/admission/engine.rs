@@ -17,7 +17,7 @@ use super::rejection::Rejection;
 use super::reservation::Reservation;
 use super::scope::ScopeKey;
 use super::shared::SharedCounters;
-use super::store::{CounterStore, ReserveRequest, ScopeRequest, ScopeSpend, SpendSnapshot};
+use super::store::{CounterStore, ReserveRequest, ScopeRequest, ScopeSpend, SpendSnapshot, Ticket};
 use super::store_async::CounterStoreError;
 use super::window::WindowPlan;
 use crate::duration::{BudgetDuration, Clock, SystemClock};
@@ -174,7 +174,8 @@ impl Admission {
 
     /// Admits a request or refuses it, atomically across every scope (see the module docs for the
     /// rules). On success the estimate is reserved until the [`Reservation`] is settled or dropped.
-    /// In-process counters: never awaits. Shared counters: one round trip to the store.
+    /// In-process counters: never awaits. Shared counters: one round trip to the store, none
+    /// for a request with no scope.
     ///
     /// Errors: a [`Rejection`] naming the first refusing scope (budgets of every scope are checked
     /// before any rate limit); with shared counters that cannot answer, the 503
@@ -191,6 +192,10 @@ impl Admission {
         let now = self.clock.now();
         let granted = match &self.counters {
             Counters::Local(store) => store.reserve(&rr, now),
+            // Nothing to count (a master-key request without a proxy-wide limit): no round trip.
+            Counters::Shared(_) if rr.scopes.is_empty() => {
+                Ok((unscoped_ticket(&req.request_id, &rr), Vec::new()))
+            }
             Counters::Shared(shared) => match shared.reserve(&rr).await {
                 Ok(r) => r,
                 Err(e) => {
@@ -342,5 +347,18 @@ impl Admission {
             Counters::Local(_) => 0,
             Counters::Shared(s) => s.flush(deadline).await,
         }
+    }
+}
+
+/// The ticket of a request that reserves on no scope: shared counters hold nothing for it,
+/// so its settlement and release send nothing either ([`Reservation`]).
+fn unscoped_ticket(request_id: &Arc<str>, rr: &ReserveRequest<'_>) -> Ticket {
+    Ticket {
+        request_id: Arc::clone(request_id),
+        attempt: rr.attempt,
+        scopes: Arc::from([]),
+        cost_units: rr.cost_units,
+        tokens: rr.reserve_tokens,
+        spend_units: Some(Arc::from([])),
     }
 }

@@ -176,6 +176,7 @@ impl Reservation {
                     .ok_or(SettleError::AlreadySettled)?;
                 self.ticket.scopes.iter().cloned().zip(spends).collect()
             }
+            Counters::Shared(_) if self.ticket.scopes.is_empty() => Vec::new(),
             Counters::Shared(shared) => {
                 shared.settle(self.ticket.clone(), actual);
                 match self.ticket.spend_units.as_deref() {
@@ -211,6 +212,7 @@ impl Reservation {
         self.done = true;
         match &self.counters {
             Counters::Local(store) => store.release(&self.ticket, self.clock.now()),
+            Counters::Shared(_) if self.ticket.scopes.is_empty() => true,
             Counters::Shared(shared) => {
                 shared.release(self.ticket.clone());
                 true

@@ -281,3 +281,25 @@ async fn start_up_seeding_keeps_what_the_shared_store_holds() {
     adm.seed(&fresh, 0.3, None, None).await.unwrap();
     assert_eq!(adm.spend(&fresh).await.unwrap().unwrap().spend, 0.3);
 }
+
+#[tokio::test]
+async fn a_request_with_no_scope_reserves_settles_and_releases_without_the_store() {
+    // `down`: any call reaching the store would fail the admission with 503
+    let rec = Recording::new(true, true);
+    let adm = Admission::shared(rec.clone(), AdmissionConfig::default());
+    let unscoped = |id: &str| AdmitRequest {
+        scopes: Vec::new(),
+        ..req(id)
+    };
+    let mut r = adm.admit(unscoped("open")).await.unwrap();
+    assert!(r.rate_limits().is_empty() && r.rate_limit_headers().is_empty());
+    let s = r.settle(&Usage::new(100, 20), 0.0125).unwrap();
+    assert_eq!((s.cost_usd, s.spend_after.len()), (0.0125, 0));
+    assert_eq!(
+        r.settle(&Usage::new(1, 1), 9.0),
+        Err(SettleError::AlreadySettled)
+    );
+    assert!(adm.admit(unscoped("released")).await.unwrap().release());
+    drop(adm.admit(unscoped("dropped")).await.unwrap());
+    assert!(rec.settled.lock().unwrap().is_empty() && rec.released.lock().unwrap().is_empty());
+}

@@ -104,8 +104,8 @@ fn tier_limits(l: Limits, tier: Option<&crate::store::BudgetTier>) -> Limits {
     }
 }
 
-/// Builds every scope of a request. `global` is the proxy-wide limit set, `end_user` the
-/// default end-user budget.
+/// Builds every scope of a request. `global` is the proxy-wide limit set (its scope is left
+/// out when it sets nothing), `end_user` the default end-user budget.
 ///
 /// Errors: [`BlockedEndUser`].
 pub fn build(
@@ -138,7 +138,11 @@ pub(super) fn build_noting(
         out.push(end_user_scope(e, id, end_user, unseen)?);
     }
     push_tag_scopes(&mut out, e, facts.tags);
-    out.push(ScopeRequest::new(ScopeKey::global(), global.clone()));
+    // The proxy-wide scope only counts when `litellm_settings` limits the proxy: without a
+    // limit nothing reads it on the request path, and `/global/spend` sums the spend logs.
+    if !global.is_empty() {
+        out.push(ScopeRequest::new(ScopeKey::global(), global.clone()));
+    }
     Ok(out)
 }
 
@@ -327,9 +331,17 @@ mod tests {
                 ScopeKind::TeamMember,
                 ScopeKind::EndUser,
                 ScopeKind::Tag,
-                ScopeKind::Global
             ]
         );
+        // a proxy-wide limit adds the proxy scope, last
+        let proxy = Limits {
+            max_budget: Some(100.0),
+            ..Limits::default()
+        };
+        let with_proxy = build(&e, Some(&p), facts, &proxy, &EndUserDefault::default()).unwrap();
+        assert_eq!(with_proxy.len(), 7);
+        assert_eq!(with_proxy[6].key, ScopeKey::global());
+        assert_eq!(with_proxy[6].limits.max_budget, Some(100.0));
         assert_eq!(s[0].limits.max_budget, Some(30.0)); // the tier's cap applies
         assert_eq!(s[1].limits.max_budget, Some(1.5));
         assert_eq!(s[3].limits.max_budget, Some(2.0));
@@ -357,7 +369,7 @@ mod tests {
             &EndUserDefault::default(),
         )
         .unwrap();
-        assert_eq!(open.len(), 1);
+        assert!(open.is_empty(), "{open:?}");
         assert!(!needs_token_count(&open));
     }
 
