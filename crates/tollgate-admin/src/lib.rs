@@ -15,7 +15,7 @@
 //! |---|---|
 //! | `keys.rs`, `key_reads.rs` | `/key/generate|update|delete|regenerate|block|unblock`, `/key/{key}/regenerate`, `/key/{key}/reset_spend`; `/key/info`, `/key/list` |
 //! | `teams.rs`, `team_delete.rs`, `team_reads.rs`, `team_members.rs`, `team_bulk.rs` | `/team/new|update|block|unblock`, `/team/delete`; `/team/info`, `/team/list`; `/team/member_add|member_update|member_delete`, `/team/bulk_member_add` |
-//! | `users.rs` | `/user/new|update|delete|info|list` |
+//! | `users.rs`, `user_delete.rs`, `user_reads.rs` | `/user/new|update`; `/user/delete`; `/user/info`, `/user/list` |
 //! | `customers.rs` | `/customer/*` and `/end_user/*`: `new|update|delete|block|unblock|info|list` |
 //! | `budgets.rs` | `/budget/new|update|info|list|delete` |
 //! | `tags.rs` | `/tag/new|update|delete|info|list` |
@@ -62,6 +62,8 @@ mod team_members;
 mod team_reads;
 mod teams;
 mod tier;
+mod user_delete;
+mod user_reads;
 mod users;
 mod write;
 
@@ -209,6 +211,8 @@ pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
         .merge(team_bulk::routes())
         .merge(models_v2::routes())
         .merge(users::routes())
+        .merge(user_reads::routes())
+        .merge(user_delete::routes())
         .merge(customers::routes())
         .merge(budgets::routes())
         .merge(tags::routes())

@@ -1,0 +1,151 @@
+//! End-to-end, through the real `tollgate` binary in front of `tollgate-mock`, on SQLite and on
+//! Postgres: management answers that LiteLLM's own integration tests parse.
+//!
+//! - `/user/update` of a user that does not exist creates it (LiteLLM's upsert,
+//!   `_update_single_user_helper`, internal_user_endpoints.py) and answers
+//!   `{"user_id", "data"}`;
+//! - `/team/member_delete` of a user who is not a member is LiteLLM's 400 `User not found in
+//!   team` (team_endpoints.py);
+//! - `/user/info` shows each of the user's teams with `keys` and `team_memberships` (the user's
+//!   membership rows, spend live, with `litellm_budget_table`), LiteLLM's
+//!   `TeamListResponseObject`;
+//! - a team created with the master key has `default_user_id` (LiteLLM's
+//!   `litellm_proxy_admin_name`) as an admin member (`new_team`);
+//! - `/key/service-account/generate` makes a team key with no user, refusing a missing or
+//!   unknown `team_id` with LiteLLM's words (key_management_endpoints.py).
+
+#[path = "common/governance.rs"]
+mod gov;
+
+use gov::*;
+use serde_json::{Value, json};
+
+/// One completion token costs $0.001; the mock answers a chat with 8 completion tokens.
+fn deps() -> Vec<Dep<'static>> {
+    vec![Dep {
+        group: "flat",
+        deployment: "flat",
+        upstream: "flat",
+        id: "flat-1",
+        input_cost: 0.0,
+        output_cost: 0.001,
+    }]
+}
+
+/// `/user/update` of unknown users: by id (kept) and by e-mail alone (a uuid id).
+async fn user_update_upserts(gw: &GovGateway) {
+    let r = post_as(
+        gw,
+        MASTER,
+        "/user/update",
+        &json!({"user_id": "up-new", "max_budget": 3.0, "user_alias": "New"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let d = &r.body["data"];
+    assert_eq!(
+        (
+            r.body["user_id"].clone(),
+            d["user_id"].clone(),
+            d["max_budget"].clone(),
+            d["user_alias"].clone(),
+            d["user_role"].clone(),
+            d["teams"].clone(),
+            d["spend"].clone()
+        ),
+        (
+            json!("up-new"),
+            json!("up-new"),
+            json!(3.0),
+            json!("New"),
+            Value::Null,
+            json!([]),
+            json!(0.0)
+        ),
+        "{}",
+        r.text
+    );
+    let r = get_as(gw, MASTER, "/user/info?user_id=up-new").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user_info"]["max_budget"], 3.0, "{}", r.text);
+
+    let r = post_as(
+        gw,
+        MASTER,
+        "/user/update",
+        &json!({"user_email": "mail-only@x.io"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let id = r.body["user_id"].as_str().unwrap_or_default();
+    assert_eq!(
+        (
+            id.len(),
+            r.body["data"]["user_id"].clone(),
+            r.body["data"]["user_email"].clone()
+        ),
+        (36, json!(id), json!("mail-only@x.io")),
+        "a uuid id: {}",
+        r.text
+    );
+    // the same e-mail again updates that user
+    let r = post_as(
+        gw,
+        MASTER,
+        "/user/update",
+        &json!({"user_email": "mail-only@x.io", "max_budget": 1.5}),
+    )
+    .await;
+    assert_eq!(
+        (
+            r.body["user_id"].clone(),
+            r.body["data"]["max_budget"].clone()
+        ),
+        (json!(id), json!(1.5)),
+        "{}",
+        r.text
+    );
+}
+
+/// The contract on a running gateway; returns it for the caller's row checks.
+async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandle) {
+    let m = mock().await;
+    let gw = GovGateway::start(&config(&m.base_url(), &deps(), "", db_url));
+    user_update_upserts(&gw).await;
+    (gw, m)
+}
+
+const USER_ROW: &str =
+    "SELECT max_budget, user_role FROM \"LiteLLM_UserTable\" WHERE user_id = 'up-new'";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn management_answers_as_litellm_sqlite() {
+    let (mut gw, _m) = contract(None).await;
+    assert!(gw.stop().await, "graceful shutdown");
+    let store =
+        tollgate_governance::store::SqliteStore::open(gw.db_path().to_str().expect("utf-8 path"))
+            .await
+            .expect("open the gateway's SQLite store");
+    let user: (Option<f64>, Option<String>) = sqlx::query_as(USER_ROW)
+        .fetch_one(store.pool())
+        .await
+        .expect("the upserted user row");
+    assert_eq!(user, (Some(3.0), None));
+    store.pool().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn management_answers_as_litellm_postgres() {
+    let Some(db) = PgDb::create("management_contract").await else {
+        return;
+    };
+    let (mut gw, _m) = contract(Some(&db.url)).await;
+    assert!(gw.stop().await, "graceful shutdown");
+    let mut c = db.connect().await;
+    let user: (Option<f64>, Option<String>) = sqlx::query_as(USER_ROW)
+        .fetch_one(&mut c)
+        .await
+        .expect("the upserted user row");
+    assert_eq!(user, (Some(3.0), None));
+    let _ = sqlx::Connection::close(c).await;
+}
