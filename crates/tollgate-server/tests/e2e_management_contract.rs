@@ -107,11 +107,42 @@ async fn user_update_upserts(gw: &GovGateway) {
     );
 }
 
+/// `/team/member_delete` of a non-member: 400, LiteLLM's message.
+async fn member_delete_of_a_stranger(gw: &GovGateway) {
+    new_team(
+        gw,
+        json!({"team_id": "md", "members_with_roles": [{"user_id": "md-1", "role": "user"}]}),
+    )
+    .await;
+    let r = post_as(
+        gw,
+        MASTER,
+        "/team/member_delete",
+        &json!({"team_id": "md", "user_id": "stranger"}),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["error"],
+        json!({"message": "User not found in team", "type": "bad_request_error",
+               "param": null, "code": "400"})
+    );
+    let r = post_as(
+        gw,
+        MASTER,
+        "/team/member_delete",
+        &json!({"team_id": "md", "user_id": "md-1"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
 /// The contract on a running gateway; returns it for the caller's row checks.
 async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandle) {
     let m = mock().await;
     let gw = GovGateway::start(&config(&m.base_url(), &deps(), "", db_url));
     user_update_upserts(&gw).await;
+    member_delete_of_a_stranger(&gw).await;
     (gw, m)
 }
 

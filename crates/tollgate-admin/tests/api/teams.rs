@@ -188,13 +188,21 @@ async fn team_with_members_and_member_budget_tier() {
             .memberships
             .contains_key(&("t1".into(), "u2".into()))
     );
-    let (s, _) = h
+    // no longer a member: LiteLLM's 400
+    let (s, v) = h
         .post(
             "/team/member_delete",
             json!({"team_id": "t1", "user_id": "u2"}),
         )
         .await;
-    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(
+        (s, v["error"]["message"].clone(), v["error"]["type"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("User not found in team"),
+            json!("bad_request_error")
+        )
+    );
 
     // delete: the team's keys and memberships go with it
     let (s, v) = h.post("/team/delete", json!({"team_ids": ["t1"]})).await;
