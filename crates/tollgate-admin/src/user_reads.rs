@@ -13,7 +13,7 @@ use tollgate_governance::store::{Team, User, VerificationToken};
 
 use crate::error::{ApiError, ApiResult};
 use crate::users::{cached, object};
-use crate::{AdminContext, access, extract, key_view, live, teams};
+use crate::{AdminContext, access, extract, key_view, live, team_reads, teams};
 
 /// The user routes that read.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -29,7 +29,10 @@ struct InfoQuery {
 }
 
 /// `GET /user/info?user_id=` (default: the calling key's user) →
-/// `{"user_id", "user_info": user object, "keys": [key objects], "teams": [team objects]}`.
+/// `{"user_id", "user_info": user object, "keys": [key objects], "teams": [team objects]}`;
+/// each team object carries, as LiteLLM's `TeamListResponseObject` (its `list_team`,
+/// team_endpoints.py), the team's `keys` and `team_memberships`: this user's membership rows
+/// (`spend` live, USD, and `litellm_budget_table`, the member's tier or `null`).
 /// A non-admin may read its own user only (403). Errors: 400, 401, 403, 404.
 async fn info(
     State(ctx): State<Arc<AdminContext>>,
@@ -76,8 +79,13 @@ async fn info(
         Ok(Value::Object(key_view::object(gov, k).await?))
     })
     .await?;
+    let user_id = id.as_str();
     let teams: Vec<Value> = live::each(teams.iter(), |t| async move {
-        Ok(Value::Object(teams::object(gov, t).await?))
+        let mut o = teams::object(gov, t).await?;
+        let (keys, ms) = team_reads::keys_and_memberships(gov, &t.team_id, Some(user_id)).await?;
+        o.insert("keys".into(), Value::from(keys));
+        o.insert("team_memberships".into(), Value::from(ms));
+        Ok(Value::Object(o))
     })
     .await?;
     Ok(Json(json!({

@@ -137,12 +137,69 @@ async fn member_delete_of_a_stranger(gw: &GovGateway) {
     assert_eq!(r.status, 200, "{}", r.text);
 }
 
+/// `/user/info` teams carry the user's membership rows, with live spend.
+async fn user_info_team_memberships(gw: &GovGateway) {
+    new_team(gw, json!({"team_id": "ui", "team_alias": "Info"})).await;
+    let r = post_as(
+        gw,
+        MASTER,
+        "/team/member_add",
+        &json!({"team_id": "ui", "member": {"user_id": "ui-m", "role": "user"},
+                "max_budget_in_team": 0.5}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let (key, hash) = generate_key(gw, json!({"team_id": "ui", "user_id": "ui-m"})).await;
+    let c = chat(gw, &key, &chat_body("flat", "hello", 8)).await;
+    assert_eq!(c.status, 200, "{}", c.text);
+
+    let r = get_as(gw, MASTER, "/user/info?user_id=ui-m").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let teams = r.body["teams"].as_array().cloned().unwrap_or_default();
+    assert_eq!(teams.len(), 1, "{}", r.text);
+    let t = &teams[0];
+    assert_eq!(
+        (t["team_id"].clone(), t["team_alias"].clone()),
+        (json!("ui"), json!("Info"))
+    );
+    let ms = t["team_memberships"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(ms.len(), 1, "only ui-m's membership: {}", r.text);
+    let m = &ms[0];
+    assert_eq!(
+        (
+            m["user_id"].clone(),
+            m["team_id"].clone(),
+            m["litellm_budget_table"]["max_budget"].clone(),
+            m["litellm_budget_table"]["budget_id"].clone()
+        ),
+        (
+            json!("ui-m"),
+            json!("ui"),
+            json!(0.5),
+            m["budget_id"].clone()
+        ),
+        "{}",
+        r.text
+    );
+    assert!(m["budget_id"].is_string(), "{}", r.text);
+    assert!(
+        same_dollars(m["spend"].as_f64().unwrap_or(-1.0), 0.008),
+        "{}",
+        r.text
+    );
+    assert_eq!(t["keys"][0]["token"], json!(hash), "{}", r.text);
+}
+
 /// The contract on a running gateway; returns it for the caller's row checks.
 async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandle) {
     let m = mock().await;
     let gw = GovGateway::start(&config(&m.base_url(), &deps(), "", db_url));
     user_update_upserts(&gw).await;
     member_delete_of_a_stranger(&gw).await;
+    user_info_team_memberships(&gw).await;
     (gw, m)
 }
 
