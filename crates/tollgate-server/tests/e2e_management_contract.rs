@@ -193,6 +193,50 @@ async fn user_info_team_memberships(gw: &GovGateway) {
     assert_eq!(t["keys"][0]["token"], json!(hash), "{}", r.text);
 }
 
+/// A team the master key creates has `default_user_id` as an admin, a real user.
+async fn creator_is_team_admin(gw: &GovGateway) {
+    let r = post_as(
+        gw,
+        MASTER,
+        "/team/new",
+        &json!({"team_id": "cr", "members_with_roles": [{"user_id": "cr-1", "role": "user"}]}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["members_with_roles"],
+        json!([{"user_id": "cr-1", "user_email": null, "role": "user"},
+               {"user_id": "default_user_id", "user_email": null, "role": "admin"}])
+    );
+    // named explicitly, it is not added twice
+    let r = post_as(
+        gw,
+        MASTER,
+        "/team/new",
+        &json!({"team_id": "cr2", "members_with_roles": [{"user_id": "default_user_id", "role": "user"}]}),
+    )
+    .await;
+    assert_eq!(
+        r.body["members_with_roles"],
+        json!([{"user_id": "default_user_id", "user_email": null, "role": "user"}])
+    );
+    let r = get_as(gw, MASTER, "/user/info?user_id=default_user_id").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let mut teams: Vec<String> = r.body["user_info"]["teams"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| t.as_str().map(str::to_owned))
+        .collect();
+    teams.sort();
+    assert!(
+        teams.contains(&"cr".to_owned()) && teams.contains(&"cr2".to_owned()),
+        "{}",
+        r.text
+    );
+}
+
 /// The contract on a running gateway; returns it for the caller's row checks.
 async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandle) {
     let m = mock().await;
@@ -200,11 +244,13 @@ async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandl
     user_update_upserts(&gw).await;
     member_delete_of_a_stranger(&gw).await;
     user_info_team_memberships(&gw).await;
+    creator_is_team_admin(&gw).await;
     (gw, m)
 }
 
 const USER_ROW: &str =
     "SELECT max_budget, user_role FROM \"LiteLLM_UserTable\" WHERE user_id = 'up-new'";
+const CREATOR_MEMBERSHIP: &str = "SELECT COUNT(*) FROM \"LiteLLM_TeamMembership\" WHERE user_id = 'default_user_id' AND team_id = 'cr'";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn management_answers_as_litellm_sqlite() {
@@ -219,6 +265,11 @@ async fn management_answers_as_litellm_sqlite() {
         .await
         .expect("the upserted user row");
     assert_eq!(user, (Some(3.0), None));
+    let n: i64 = sqlx::query_scalar(CREATOR_MEMBERSHIP)
+        .fetch_one(store.pool())
+        .await
+        .expect("count");
+    assert_eq!(n, 1);
     store.pool().close().await;
 }
 
@@ -235,5 +286,10 @@ async fn management_answers_as_litellm_postgres() {
         .await
         .expect("the upserted user row");
     assert_eq!(user, (Some(3.0), None));
+    let n: i64 = sqlx::query_scalar(CREATOR_MEMBERSHIP)
+        .fetch_one(&mut c)
+        .await
+        .expect("count");
+    assert_eq!(n, 1);
     let _ = sqlx::Connection::close(c).await;
 }

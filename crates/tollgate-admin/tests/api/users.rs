@@ -155,7 +155,8 @@ async fn user_new_joins_teams() {
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["teams"], json!(["t1"]));
     let team = h.gov.cache().read().teams["t1"].clone();
-    assert_eq!(team.members_with_roles[0].user_id.as_deref(), Some("carol"));
+    // after the team's creator, `default_user_id`
+    assert_eq!(team.members_with_roles[1].user_id.as_deref(), Some("carol"));
     let (s, _) = h
         .post("/user/new", json!({"user_id": "dave", "teams": ["nope"]}))
         .await;
