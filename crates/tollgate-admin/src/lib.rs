@@ -13,7 +13,7 @@
 //!
 //! | file | routes |
 //! |---|---|
-//! | `keys.rs`, `key_reads.rs` | `/key/generate|update|delete|regenerate|block|unblock`, `/key/{key}/regenerate`, `/key/{key}/reset_spend`; `/key/info`, `/key/list` |
+//! | `keys.rs`, `key_reads.rs`, `key_service.rs` | `/key/generate|update|delete|regenerate|block|unblock`, `/key/{key}/regenerate`, `/key/{key}/reset_spend`; `/key/info`, `/key/list`; `/key/service-account/generate` |
 //! | `teams.rs`, `team_delete.rs`, `team_reads.rs`, `team_members.rs`, `team_bulk.rs` | `/team/new|update|block|unblock`, `/team/delete`; `/team/info`, `/team/list`; `/team/member_add|member_update|member_delete`, `/team/bulk_member_add` |
 //! | `users.rs`, `user_delete.rs`, `user_reads.rs` | `/user/new|update`; `/user/delete`; `/user/info`, `/user/list` |
 //! | `customers.rs` | `/customer/*` and `/end_user/*`: `new|update|delete|block|unblock|info|list` |
@@ -43,6 +43,7 @@ mod extract;
 mod key_delete;
 mod key_fields;
 mod key_reads;
+mod key_service;
 mod key_view;
 mod keys;
 mod live;
@@ -204,6 +205,7 @@ pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
     axum::Router::new()
         .merge(keys::routes())
         .merge(key_reads::routes())
+        .merge(key_service::routes())
         .merge(teams::routes())
         .merge(team_reads::routes())
         .merge(team_members::routes())

@@ -237,6 +237,64 @@ async fn creator_is_team_admin(gw: &GovGateway) {
     );
 }
 
+/// `/key/service-account/generate`: team required and known; the key has no user.
+async fn service_account_keys(gw: &GovGateway) {
+    let r = post_as(gw, MASTER, "/key/service-account/generate", &json!({})).await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["error"]["message"],
+        "team_id is required for service account keys. Please specify `team_id` in the request body."
+    );
+    let r = post_as(
+        gw,
+        MASTER,
+        "/key/service-account/generate",
+        &json!({"team_id": "no-such-team"}),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert_eq!(
+        r.body["error"]["message"],
+        "team_id does not exist in the database. Please specify a valid `team_id` in the request body."
+    );
+    new_team(gw, json!({"team_id": "sa"})).await;
+    let r = post_as(gw, MASTER, "/user/new", &json!({"user_id": "sa-u"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = post_as(
+        gw,
+        MASTER,
+        "/key/service-account/generate",
+        &json!({"team_id": "sa", "user_id": "sa-u", "key_alias": "svc", "max_budget": 2.0}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let key = r.body["key"].as_str().unwrap_or_default().to_owned();
+    assert!(key.starts_with("sk-"), "{}", r.text);
+    assert_eq!(
+        (
+            r.body["team_id"].clone(),
+            r.body["user_id"].clone(),
+            r.body["key_alias"].clone(),
+            r.body["max_budget"].clone(),
+            r.body["token_id"].clone()
+        ),
+        (
+            json!("sa"),
+            Value::Null,
+            json!("svc"),
+            json!(2.0),
+            json!(sha256_hex(&key))
+        ),
+        "{}",
+        r.text
+    );
+    // deleting the user the body named leaves the team's key alone
+    let r = post_as(gw, MASTER, "/user/delete", &json!({"user_ids": ["sa-u"]})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let c = chat(gw, &key, &chat_body("flat", "hello", 8)).await;
+    assert_eq!(c.status, 200, "{}", c.text);
+}
+
 /// The contract on a running gateway; returns it for the caller's row checks.
 async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandle) {
     let m = mock().await;
@@ -245,12 +303,15 @@ async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandl
     member_delete_of_a_stranger(&gw).await;
     user_info_team_memberships(&gw).await;
     creator_is_team_admin(&gw).await;
+    service_account_keys(&gw).await;
     (gw, m)
 }
 
 const USER_ROW: &str =
     "SELECT max_budget, user_role FROM \"LiteLLM_UserTable\" WHERE user_id = 'up-new'";
 const CREATOR_MEMBERSHIP: &str = "SELECT COUNT(*) FROM \"LiteLLM_TeamMembership\" WHERE user_id = 'default_user_id' AND team_id = 'cr'";
+const SERVICE_KEY: &str =
+    "SELECT user_id, team_id FROM \"LiteLLM_VerificationToken\" WHERE key_alias = 'svc'";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn management_answers_as_litellm_sqlite() {
@@ -270,6 +331,11 @@ async fn management_answers_as_litellm_sqlite() {
         .await
         .expect("count");
     assert_eq!(n, 1);
+    let k: (Option<String>, Option<String>) = sqlx::query_as(SERVICE_KEY)
+        .fetch_one(store.pool())
+        .await
+        .expect("the service-account key row");
+    assert_eq!(k, (None, Some("sa".to_owned())));
     store.pool().close().await;
 }
 
@@ -291,5 +357,10 @@ async fn management_answers_as_litellm_postgres() {
         .await
         .expect("count");
     assert_eq!(n, 1);
+    let k: (Option<String>, Option<String>) = sqlx::query_as(SERVICE_KEY)
+        .fetch_one(&mut c)
+        .await
+        .expect("the service-account key row");
+    assert_eq!(k, (None, Some("sa".to_owned())));
     let _ = sqlx::Connection::close(c).await;
 }
