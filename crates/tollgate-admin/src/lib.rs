@@ -27,7 +27,8 @@
 //! queries, durations), `write.rs` (store-then-cache batches), `live.rs` (live spend and budget
 //! windows from the admission counters), `members.rs` (team membership rules), `team_join.rs` (adding members), `team_member_budget.rs`
 //! (a team's default member budget),
-//! `key_fields.rs` / `key_view.rs` (key request fields and key JSON), `served.rs` (warnings for
+//! `model_teams.rs` / `model_team_list.rs` (team-owned deployments: who writes them, the
+//! team's `models` list), `key_fields.rs` / `key_view.rs` (key request fields and key JSON), `served.rs` (warnings for
 //! per-model budgets no model serves).
 //!
 //! Errors are LiteLLM's `{"error": {"message", "type", "param": null, "code": "<status>"}}`
@@ -48,6 +49,7 @@ mod key_view;
 mod keys;
 mod live;
 mod members;
+mod model_team_list;
 mod model_teams;
 mod models;
 mod models_v2;

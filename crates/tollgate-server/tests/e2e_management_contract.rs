@@ -12,7 +12,10 @@
 //! - a team created with the master key has `default_user_id` (LiteLLM's
 //!   `litellm_proxy_admin_name`) as an admin member (`new_team`);
 //! - `/key/service-account/generate` makes a team key with no user, refusing a missing or
-//!   unknown `team_id` with LiteLLM's words (key_management_endpoints.py).
+//!   unknown `team_id` with LiteLLM's words (key_management_endpoints.py);
+//! - a team deployment's public name joins its team's `models` (`["all-proxy-models", …]` for
+//!   a team with every model) and leaves it with the team's last deployment of that name;
+//!   `/v2/model/info?model=<public name>` finds it (model_management_endpoints.py).
 
 #[path = "common/governance.rs"]
 mod gov;
@@ -295,6 +298,85 @@ async fn service_account_keys(gw: &GovGateway) {
     assert_eq!(c.status, 200, "{}", c.text);
 }
 
+/// `/model/new` body of a deployment of `team` on the mock, called `public` by the team.
+fn team_model(mock: &str, team: &str, public: &str) -> Value {
+    json!({
+        "model_name": public,
+        "litellm_params": {"model": "openai/team-upstream",
+            "api_base": format!("{mock}/d/teamdep/v1"), "api_key": UPSTREAM_KEY},
+        "model_info": {"team_id": team, "input_cost_per_token": 0.0, "output_cost_per_token": 0.001},
+    })
+}
+
+/// The team's `models` as `/team/info` shows them.
+async fn team_models(gw: &GovGateway, team: &str) -> Value {
+    let r = get_as(gw, MASTER, &format!("/team/info?team_id={team}")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body["team_info"]["models"].clone()
+}
+
+/// `/model/new` as the master key; returns `model_info.id`.
+async fn add_model(gw: &GovGateway, body: &Value) -> String {
+    let r = post_as(gw, MASTER, "/model/new", body).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body["model_info"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A team's `models` follows its team deployments; `/v2/model/info?model=` finds one by its
+/// public name.
+async fn team_model_list(gw: &GovGateway, mock: &str) {
+    new_team(gw, json!({"team_id": "tm"})).await;
+    add_model(gw, &team_model(mock, "tm", "tm-gpt")).await;
+    assert_eq!(
+        team_models(gw, "tm").await,
+        json!(["all-proxy-models", "tm-gpt"])
+    );
+    let (key, _) = generate_key(gw, json!({"team_id": "tm"})).await;
+    let c = chat(gw, &key, &chat_body("tm-gpt", "hello", 8)).await;
+    assert_eq!(c.status, 200, "{}", c.text);
+    let c = chat(gw, &key, &chat_body("flat", "hello", 8)).await;
+    assert_eq!(c.status, 200, "every model still: {}", c.text);
+
+    let r = get_as(gw, MASTER, "/v2/model/info?model=tm-gpt").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["total_count"], 1, "{}", r.text);
+    let e = &r.body["data"][0];
+    assert_eq!(
+        (
+            e["model_info"]["team_public_model_name"].clone(),
+            e["model_info"]["team_id"].clone()
+        ),
+        (json!("tm-gpt"), json!("tm")),
+        "{}",
+        r.text
+    );
+    assert!(
+        e["model_name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("model_name_tm_")),
+        "{}",
+        r.text
+    );
+
+    new_team(gw, json!({"team_id": "tn", "models": ["flat"]})).await;
+    let first = add_model(gw, &team_model(mock, "tn", "tn-gpt")).await;
+    let second = add_model(gw, &team_model(mock, "tn", "tn-gpt")).await;
+    assert_eq!(team_models(gw, "tn").await, json!(["flat", "tn-gpt"]));
+    let r = post_as(gw, MASTER, "/model/delete", &json!({"id": first})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        team_models(gw, "tn").await,
+        json!(["flat", "tn-gpt"]),
+        "another deployment still carries the name"
+    );
+    let r = post_as(gw, MASTER, "/model/delete", &json!({"id": second})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(team_models(gw, "tn").await, json!(["flat"]));
+}
+
 /// The contract on a running gateway; returns it for the caller's row checks.
 async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandle) {
     let m = mock().await;
@@ -304,12 +386,14 @@ async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandl
     user_info_team_memberships(&gw).await;
     creator_is_team_admin(&gw).await;
     service_account_keys(&gw).await;
+    team_model_list(&gw, &m.base_url()).await;
     (gw, m)
 }
 
 const USER_ROW: &str =
     "SELECT max_budget, user_role FROM \"LiteLLM_UserTable\" WHERE user_id = 'up-new'";
 const CREATOR_MEMBERSHIP: &str = "SELECT COUNT(*) FROM \"LiteLLM_TeamMembership\" WHERE user_id = 'default_user_id' AND team_id = 'cr'";
+const TEAM_MODELS: &str = "SELECT models FROM \"LiteLLM_TeamTable\" WHERE team_id = 'tm'";
 const SERVICE_KEY: &str =
     "SELECT user_id, team_id FROM \"LiteLLM_VerificationToken\" WHERE key_alias = 'svc'";
 
@@ -336,6 +420,12 @@ async fn management_answers_as_litellm_sqlite() {
         .await
         .expect("the service-account key row");
     assert_eq!(k, (None, Some("sa".to_owned())));
+    let models: String = sqlx::query_scalar(TEAM_MODELS)
+        .fetch_one(store.pool())
+        .await
+        .expect("the team row");
+    let models: Vec<String> = serde_json::from_str(&models).expect("a JSON list");
+    assert_eq!(models, ["all-proxy-models", "tm-gpt"]);
     store.pool().close().await;
 }
 
@@ -362,5 +452,10 @@ async fn management_answers_as_litellm_postgres() {
         .await
         .expect("the service-account key row");
     assert_eq!(k, (None, Some("sa".to_owned())));
+    let models: Vec<String> = sqlx::query_scalar(TEAM_MODELS)
+        .fetch_one(&mut c)
+        .await
+        .expect("the team row");
+    assert_eq!(models, ["all-proxy-models", "tm-gpt"]);
     let _ = sqlx::Connection::close(c).await;
 }
