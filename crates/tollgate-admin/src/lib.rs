@@ -54,6 +54,7 @@ mod model_teams;
 mod models;
 mod models_v2;
 mod organizations;
+mod proxy_budget_user;
 mod served;
 mod spend;
 mod tags;

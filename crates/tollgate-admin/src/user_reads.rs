@@ -13,7 +13,7 @@ use tollgate_governance::store::{Team, User, VerificationToken};
 
 use crate::error::{ApiError, ApiResult};
 use crate::users::{cached, object};
-use crate::{AdminContext, access, extract, key_view, live, team_reads, teams};
+use crate::{AdminContext, access, extract, key_view, live, proxy_budget_user, team_reads, teams};
 
 /// The user routes that read.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -33,7 +33,9 @@ struct InfoQuery {
 /// each team object carries, as LiteLLM's `TeamListResponseObject` (its `list_team`,
 /// team_endpoints.py), the team's `keys` and `team_memberships`: this user's membership rows
 /// (`spend` live, USD, and `litellm_budget_table`, the member's tier or `null`).
-/// A non-admin may read its own user only (403). Errors: 400, 401, 403, 404.
+/// `litellm-proxy-budget` with a proxy `max_budget` is the proxy's budget
+/// ([`proxy_budget_user`]). A non-admin may read its own user only (403). Errors: 400, 401,
+/// 403, 404.
 async fn info(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -52,6 +54,14 @@ async fn info(
         ));
     }
     let gov = &ctx.gov;
+    if id == proxy_budget_user::PROXY_BUDGET_USER_ID {
+        let stored = gov.cache().read().users.get(&id).cloned();
+        if let Some(user_info) = proxy_budget_user::object(gov, stored.as_deref()).await? {
+            return Ok(Json(json!({
+                "user_id": id, "user_info": user_info, "keys": [], "teams": [],
+            })));
+        }
+    }
     let user = cached(gov, Some(&id), None)?;
     let (mut keys, mut teams): (Vec<Arc<VerificationToken>>, Vec<Arc<Team>>) = {
         let e = gov.cache().read();

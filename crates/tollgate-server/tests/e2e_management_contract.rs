@@ -15,7 +15,9 @@
 //!   unknown `team_id` with LiteLLM's words (key_management_endpoints.py);
 //! - a team deployment's public name joins its team's `models` (`["all-proxy-models", …]` for
 //!   a team with every model) and leaves it with the team's last deployment of that name;
-//!   `/v2/model/info?model=<public name>` finds it (model_management_endpoints.py).
+//!   `/v2/model/info?model=<public name>` finds it (model_management_endpoints.py);
+//! - with `litellm_settings.max_budget`, `/user/info?user_id=litellm-proxy-budget` is the
+//!   proxy's budget and spend (LiteLLM's `_add_proxy_budget_to_db`, proxy_server.py).
 
 #[path = "common/governance.rs"]
 mod gov;
@@ -377,16 +379,56 @@ async fn team_model_list(gw: &GovGateway, mock: &str) {
     assert_eq!(team_models(gw, "tn").await, json!(["flat"]));
 }
 
+/// The proxy's budget as LiteLLM's `litellm-proxy-budget` user: every call so far (four of
+/// $0.008) against `litellm_settings.max_budget`.
+async fn proxy_budget_user(gw: &GovGateway) {
+    let r = poll(
+        || get_as(gw, MASTER, "/user/info?user_id=litellm-proxy-budget"),
+        |r| same_dollars(r.body["user_info"]["spend"].as_f64().unwrap_or(-1.0), 0.032),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let u = &r.body["user_info"];
+    assert_eq!(
+        (
+            r.body["user_id"].clone(),
+            u["user_id"].clone(),
+            u["max_budget"].clone(),
+            u["budget_duration"].clone(),
+            r.body["keys"].clone(),
+            r.body["teams"].clone()
+        ),
+        (
+            json!("litellm-proxy-budget"),
+            json!("litellm-proxy-budget"),
+            json!(5.0),
+            json!("30d"),
+            json!([]),
+            json!([])
+        ),
+        "{}",
+        r.text
+    );
+    assert!(
+        same_dollars(u["spend"].as_f64().unwrap_or(-1.0), 0.032),
+        "{}",
+        r.text
+    );
+    assert!(u["budget_reset_at"].is_string(), "{}", r.text);
+}
+
 /// The contract on a running gateway; returns it for the caller's row checks.
 async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandle) {
     let m = mock().await;
-    let gw = GovGateway::start(&config(&m.base_url(), &deps(), "", db_url));
+    let proxy_budget = "litellm_settings:\n  max_budget: 5.0\n  budget_duration: 30d\n";
+    let gw = GovGateway::start(&config(&m.base_url(), &deps(), proxy_budget, db_url));
     user_update_upserts(&gw).await;
     member_delete_of_a_stranger(&gw).await;
     user_info_team_memberships(&gw).await;
     creator_is_team_admin(&gw).await;
     service_account_keys(&gw).await;
     team_model_list(&gw, &m.base_url()).await;
+    proxy_budget_user(&gw).await;
     (gw, m)
 }
 
