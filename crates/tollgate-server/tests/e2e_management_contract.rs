@@ -16,6 +16,9 @@
 //! - a team deployment's public name joins its team's `models` (`["all-proxy-models", …]` for
 //!   a team with every model) and leaves it with the team's last deployment of that name;
 //!   `/v2/model/info?model=<public name>` finds it (model_management_endpoints.py);
+//! - a name the caller cannot route (unknown, or another team's model) that its key's or
+//!   team's `models` do not admit is that list's 403 `*_model_access_denied` (LiteLLM checks
+//!   the lists before routing, auth_checks.py); a caller no list restricts keeps the 404;
 //! - with `litellm_settings.max_budget`, `/user/info?user_id=litellm-proxy-budget` is the
 //!   proxy's budget and spend (LiteLLM's `_add_proxy_budget_to_db`, proxy_server.py).
 
@@ -379,6 +382,47 @@ async fn team_model_list(gw: &GovGateway, mock: &str) {
     assert_eq!(team_models(gw, "tn").await, json!(["flat"]));
 }
 
+/// `error.type`, `error.code` and the status of a chat by `key` for `model`.
+async fn refusal(gw: &GovGateway, key: &str, model: &str) -> (u16, Value, Value) {
+    let r = chat(gw, key, &chat_body(model, "hello", 8)).await;
+    (
+        r.status,
+        r.body["error"]["type"].clone(),
+        r.body["error"]["code"].clone(),
+    )
+}
+
+/// A restricted key or team asking for a name it cannot route: its list's 403; an
+/// unrestricted one: 404. Needs `tm-gpt` (team `tm`'s model).
+async fn unroutable_names(gw: &GovGateway) {
+    let (narrow, _) = generate_key(gw, json!({"models": ["flat"]})).await;
+    let (open, _) = generate_key(gw, json!({})).await;
+    new_team(gw, json!({"team_id": "tr", "models": ["flat"]})).await;
+    let (narrow_team, _) = generate_key(gw, json!({"team_id": "tr"})).await;
+    let (open_team, _) = generate_key(gw, json!({"team_id": "md"})).await;
+    let denied = |t: &str| (403, json!(t), json!("403"));
+    let missing = (
+        404,
+        json!("invalid_request_error"),
+        json!("model_not_found"),
+    );
+    for (key, model, want) in [
+        (&narrow, "tm-gpt", denied("key_model_access_denied")),
+        (&narrow, "no-such-model", denied("key_model_access_denied")),
+        (&narrow_team, "tm-gpt", denied("team_model_access_denied")),
+        (
+            &narrow_team,
+            "no-such-model",
+            denied("team_model_access_denied"),
+        ),
+        (&open, "tm-gpt", missing.clone()),
+        (&open, "no-such-model", missing.clone()),
+        (&open_team, "tm-gpt", missing.clone()),
+    ] {
+        assert_eq!(refusal(gw, key, model).await, want, "{model}");
+    }
+}
+
 /// The proxy's budget as LiteLLM's `litellm-proxy-budget` user: every call so far (four of
 /// $0.008) against `litellm_settings.max_budget`.
 async fn proxy_budget_user(gw: &GovGateway) {
@@ -428,6 +472,7 @@ async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandl
     creator_is_team_admin(&gw).await;
     service_account_keys(&gw).await;
     team_model_list(&gw, &m.base_url()).await;
+    unroutable_names(&gw).await;
     proxy_budget_user(&gw).await;
     (gw, m)
 }
