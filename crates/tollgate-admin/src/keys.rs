@@ -1,6 +1,7 @@
 //! Virtual key writes (litellm-surface §4.3): `POST /key/generate`, `/key/update`,
 //! `/key/delete` (in `key_delete.rs`), `/key/regenerate` (and `/key/{key}/regenerate`), `/key/block`,
-//! `/key/unblock`, `/key/{key}/reset_spend`. Admin only.
+//! `/key/unblock`, `/key/{key}/reset_spend` (`/key/service-account/generate` is in
+//! `key_service.rs`). Admin only.
 //!
 //! Keys are `sk-` + 22 random URL-safe characters ([`SecretKey::generate`]) or a custom `sk-…`
 //! `key`; only the hex SHA-256 (`token`) and the masked form (`key_name`, `sk-...abcd`) are
@@ -166,6 +167,15 @@ async fn generate(
 ) -> ApiResult<Json<Value>> {
     let who = access::admin(&ctx, &headers, "/key/generate")?;
     let req: KeyFields = extract::body(&body)?;
+    issue(&ctx, &who, &req).await
+}
+
+/// Creates the key `req` describes, written by `who`; the answer of `/key/generate`.
+pub(crate) async fn issue(
+    ctx: &AdminContext,
+    who: &access::Who,
+    req: &KeyFields,
+) -> ApiResult<Json<Value>> {
     let secret = match &req.key {
         None => SecretKey::generate(),
         Some(k) => custom_key("key", k)?,
@@ -181,10 +191,10 @@ async fn generate(
         }
         req.apply(&e, &mut row, now, &by, true)?
     };
-    save(&ctx, &row, plan, None, counters_for(&req)).await?;
+    save(ctx, &row, plan, None, counters_for(req)).await?;
     tracing::info!(key = %secret.masked(), "virtual key generated");
     let mut out = key_view::generated(gov, &row, &secret, req.duration.as_deref()).await?;
-    warn_unserved(&ctx, &req, &row, &mut out);
+    warn_unserved(ctx, req, &row, &mut out);
     Ok(Json(Value::Object(out)))
 }
 

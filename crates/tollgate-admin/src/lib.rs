@@ -13,9 +13,9 @@
 //!
 //! | file | routes |
 //! |---|---|
-//! | `keys.rs`, `key_reads.rs` | `/key/generate|update|delete|regenerate|block|unblock`, `/key/{key}/regenerate`, `/key/{key}/reset_spend`; `/key/info`, `/key/list` |
+//! | `keys.rs`, `key_reads.rs`, `key_service.rs` | `/key/generate|update|delete|regenerate|block|unblock`, `/key/{key}/regenerate`, `/key/{key}/reset_spend`; `/key/info`, `/key/list`; `/key/service-account/generate` |
 //! | `teams.rs`, `team_delete.rs`, `team_reads.rs`, `team_members.rs`, `team_bulk.rs` | `/team/new|update|block|unblock`, `/team/delete`; `/team/info`, `/team/list`; `/team/member_add|member_update|member_delete`, `/team/bulk_member_add` |
-//! | `users.rs` | `/user/new|update|delete|info|list` |
+//! | `users.rs`, `user_delete.rs`, `user_reads.rs` | `/user/new|update`; `/user/delete`; `/user/info`, `/user/list` |
 //! | `customers.rs` | `/customer/*` and `/end_user/*`: `new|update|delete|block|unblock|info|list` |
 //! | `budgets.rs` | `/budget/new|update|info|list|delete` |
 //! | `tags.rs` | `/tag/new|update|delete|info|list` |
@@ -27,7 +27,8 @@
 //! queries, durations), `write.rs` (store-then-cache batches), `live.rs` (live spend and budget
 //! windows from the admission counters), `members.rs` (team membership rules), `team_join.rs` (adding members), `team_member_budget.rs`
 //! (a team's default member budget),
-//! `key_fields.rs` / `key_view.rs` (key request fields and key JSON), `served.rs` (warnings for
+//! `model_teams.rs` / `model_team_list.rs` (team-owned deployments: who writes them, the
+//! team's `models` list), `key_fields.rs` / `key_view.rs` (key request fields and key JSON), `served.rs` (warnings for
 //! per-model budgets no model serves).
 //!
 //! Errors are LiteLLM's `{"error": {"message", "type", "param": null, "code": "<status>"}}`
@@ -43,14 +44,17 @@ mod extract;
 mod key_delete;
 mod key_fields;
 mod key_reads;
+mod key_service;
 mod key_view;
 mod keys;
 mod live;
 mod members;
+mod model_team_list;
 mod model_teams;
 mod models;
 mod models_v2;
 mod organizations;
+mod proxy_budget_user;
 mod served;
 mod spend;
 mod tags;
@@ -62,6 +66,8 @@ mod team_members;
 mod team_reads;
 mod teams;
 mod tier;
+mod user_delete;
+mod user_reads;
 mod users;
 mod write;
 
@@ -202,6 +208,7 @@ pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
     axum::Router::new()
         .merge(keys::routes())
         .merge(key_reads::routes())
+        .merge(key_service::routes())
         .merge(teams::routes())
         .merge(team_reads::routes())
         .merge(team_members::routes())
@@ -209,6 +216,8 @@ pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
         .merge(team_bulk::routes())
         .merge(models_v2::routes())
         .merge(users::routes())
+        .merge(user_reads::routes())
+        .merge(user_delete::routes())
         .merge(customers::routes())
         .merge(budgets::routes())
         .merge(tags::routes())

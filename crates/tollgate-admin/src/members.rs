@@ -5,6 +5,7 @@
 //!   (role `internal_user`), as LiteLLM does;
 //! - joining adds `{"user_id", "user_email", "role"}` to the team's `members_with_roles`, the
 //!   team id to the user's `teams`, and a `"LiteLLM_TeamMembership"` row (per-member spend);
+//! - `/team/new` adds its creator as an `admin` ([`with_creator`]);
 //! - a per-member budget (`max_budget_in_team`, `budget_duration`, `tpm_limit`, `rpm_limit`)
 //!   is a budget tier (uuid `budget_id`) linked from that membership row.
 
@@ -40,6 +41,26 @@ impl MemberIn {
             ))),
         }
     }
+}
+
+/// The user id LiteLLM gives the master key (`litellm_proxy_admin_name`, its
+/// `LITELLM_PROXY_ADMIN_NAME` constant).
+pub(crate) const PROXY_ADMIN_USER_ID: &str = "default_user_id";
+
+/// `/team/new`'s member list with its creator added as an `admin` at the end, unless the
+/// list names it already (LiteLLM's `new_team`, team_endpoints.py): the calling key's user,
+/// or [`PROXY_ADMIN_USER_ID`] for the master key; a key without a user adds no one.
+pub(crate) fn with_creator(mut list: Vec<MemberIn>, creator: Option<&str>) -> Vec<MemberIn> {
+    if let Some(c) = creator
+        && !list.iter().any(|m| m.user_id.as_deref() == Some(c))
+    {
+        list.push(MemberIn {
+            user_id: Some(c.to_owned()),
+            user_email: None,
+            role: Some("admin".to_owned()),
+        });
+    }
+    list
 }
 
 /// A new user row with LiteLLM's defaults.

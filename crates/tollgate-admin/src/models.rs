@@ -5,7 +5,8 @@
 //! Admins see every deployment; any other key sees the deployments of the model groups it may
 //! call (LiteLLM filters `/model/info` by the key's access the same way), its team's own under
 //! their public names. Writes: admin only, or for a deployment with `model_info.team_id` also
-//! an admin of that team ([`crate::model_teams`]).
+//! an admin of that team ([`crate::model_teams`]); a team deployment's public name is kept in
+//! its team's `models` ([`crate::model_team_list`]).
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
-use crate::{AdminContext, ModelChangeError, access, extract, model_teams};
+use crate::{AdminContext, ModelChangeError, access, extract, model_team_list, model_teams};
 
 /// The model routes.
 pub(crate) fn routes() -> Router<Arc<AdminContext>> {
@@ -60,12 +61,14 @@ async fn new(
             "Invalid request body: expected a JSON object",
         ));
     }
+    let asked = model_team_list::owner(&entry);
     let stored = ctx
         .models
         .add(entry, &who.actor())
         .await
         .map_err(change_error)?;
     tracing::info!("model deployment added");
+    model_team_list::follow(&ctx, None, model_team_list::owner(&stored).or(asked)).await?;
     Ok(Json(stored))
 }
 
@@ -110,12 +113,15 @@ async fn apply_update(
             "Invalid request body: expected a JSON object",
         ));
     }
+    let before = model_team_list::owner_of_id(ctx, id);
     let stored = ctx
         .models
         .update(id, patch, &who.actor())
         .await
         .map_err(change_error)?;
     tracing::info!(model_id = %id, "model deployment updated");
+    let after = model_team_list::owner(&stored).or_else(|| model_team_list::owner_of_id(ctx, id));
+    model_team_list::follow(ctx, before, after).await?;
     Ok(Json(stored))
 }
 
@@ -139,8 +145,10 @@ async fn delete(
         .ok_or_else(|| ApiError::bad_request("id is required"))?;
     let (_, team) = model_teams::stored_team(&ctx, &id);
     model_teams::writer(&ctx, &headers, "/model/delete", team.as_deref())?;
+    let before = model_team_list::owner_of_id(&ctx, &id);
     ctx.models.delete(&id).await.map_err(change_error)?;
     tracing::info!(model_id = %id, "model deployment deleted");
+    model_team_list::follow(&ctx, before, None).await?;
     Ok(Json(
         json!({"message": format!("Model: {id} deleted successfully")}),
     ))

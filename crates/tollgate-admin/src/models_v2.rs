@@ -1,7 +1,9 @@
 //! `GET /v2/model/info`: LiteLLM's paginated model list (`model_info_v2`,
 //! litellm/proxy/proxy_server.py; its query parameters as LiteLLM's OpenAPI documents them):
 //!
-//! - `model`: only deployments whose `model_name` is exactly this;
+//! - `model`: only deployments whose `model_name` is exactly this, or, for a team deployment,
+//!   whose `model_info.team_public_model_name` is (an admin finds a team's model by the name
+//!   the team calls it, shown under its internal name with that field);
 //! - `modelId`: only the deployment whose `model_info.id` is this;
 //! - `search`: case-insensitive substring of `model_name` (or of
 //!   `model_info.team_public_model_name`);
@@ -169,7 +171,9 @@ async fn info(
                 && mine
                     .as_deref()
                     .is_none_or(|me| text(d, "/model_info/created_by") == me)
-                && q.model.as_deref().is_none_or(|m| m == name)
+                && q.model
+                    .as_deref()
+                    .is_none_or(|m| m == name || m == text(d, "/model_info/team_public_model_name"))
                 && q.model_id
                     .as_deref()
                     .is_none_or(|id| id == text(d, "/model_info/id"))

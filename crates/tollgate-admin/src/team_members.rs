@@ -242,7 +242,8 @@ struct DeleteBody {
 
 /// `POST /team/member_delete` `{"team_id", "user_id"|"user_email"}`: removes the member
 /// from `members_with_roles`, deletes its membership row and drops the team from the user's
-/// `teams`. Returns the team object. Errors: 400, 401, 403, 404 (team, member), 500.
+/// `teams`. Returns the team object. Errors: 400 (no user named; `User not found in team`
+/// for one who is not a member, LiteLLM's words), 401, 403, 404 (team), 500.
 async fn member_delete(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -256,8 +257,14 @@ async fn member_delete(
         .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
     let gov = &ctx.gov;
     let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?).await?;
-    let member =
-        members::find_member(&team, req.user_id.as_deref(), req.user_email.as_deref())?.clone();
+    // LiteLLM answers a user who is not a member with 400 `User not found in team`
+    // (team_member_delete, team_endpoints.py), not a 404
+    let member = members::find_member(&team, req.user_id.as_deref(), req.user_email.as_deref())
+        .map_err(|e| match e.status {
+            http::StatusCode::NOT_FOUND => ApiError::bad_request("User not found in team"),
+            _ => e,
+        })?
+        .clone();
     let now = gov.admission().now();
     team.members_with_roles.retain(|m| {
         m.user_id != member.user_id

@@ -36,10 +36,12 @@ pub(crate) async fn membership_object(
     Ok(o)
 }
 
-/// The team's keys (key objects, `token` = hash) and memberships, sorted by id.
-async fn keys_and_memberships(
+/// The team's keys (key objects, `token` = hash) and memberships (only `user`'s when given,
+/// as LiteLLM's `get_all_team_memberships` filters them), sorted by id.
+pub(crate) async fn keys_and_memberships(
     gov: &Governance,
     team_id: &str,
+    user: Option<&str>,
 ) -> Result<(Vec<Value>, Vec<Value>), ApiError> {
     let (mut keys, mut ms): (Vec<Arc<VerificationToken>>, Vec<Arc<TeamMembership>>) = {
         let e = gov.cache().read();
@@ -51,7 +53,7 @@ async fn keys_and_memberships(
                 .collect(),
             e.memberships
                 .values()
-                .filter(|m| m.team_id == team_id)
+                .filter(|m| m.team_id == team_id && user.is_none_or(|u| m.user_id == u))
                 .cloned()
                 .collect(),
         )
@@ -116,7 +118,7 @@ async fn info(
             "Only proxy admins and members of team={id} can view it. Route=/team/info"
         )));
     }
-    let (keys, memberships) = keys_and_memberships(gov, &id).await?;
+    let (keys, memberships) = keys_and_memberships(gov, &id, None).await?;
     let mut info = teams::object(gov, &team).await?;
     let default = team_member_budget::default_tier(&gov.cache().read(), &team);
     info.insert(
@@ -139,7 +141,8 @@ struct ListQuery {
 }
 
 /// `GET /team/list?user_id&organization_id`: a list of team objects, each with its `keys` and
-/// `team_memberships`, sorted by `team_id`. Admins and viewers. Errors: 401, 403.
+/// `team_memberships` (with `user_id`, that user's only, as LiteLLM's `list_team`), sorted by
+/// `team_id`. Admins and viewers. Errors: 401, 403.
 async fn list(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -166,9 +169,10 @@ async fn list(
         .cloned()
         .collect();
     teams.sort_by(|a, b| a.team_id.cmp(&b.team_id));
+    let user = q.user_id.as_deref();
     let out: Vec<Value> = live::each(teams.iter(), |t| async move {
         let mut o = teams::object(gov, t).await?;
-        let (keys, ms) = keys_and_memberships(gov, &t.team_id).await?;
+        let (keys, ms) = keys_and_memberships(gov, &t.team_id, user).await?;
         o.insert("keys".into(), Value::from(keys));
         o.insert("team_memberships".into(), Value::from(ms));
         Ok(Value::Object(o))

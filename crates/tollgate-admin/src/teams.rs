@@ -21,7 +21,7 @@ use tollgate_governance::runtime::{Entities, Governance};
 use tollgate_governance::store::Team;
 
 use crate::error::{ApiError, ApiResult};
-use crate::members::{MemberBudget, MemberIn};
+use crate::members::{self, MemberBudget, MemberIn};
 use crate::team_member_budget::{self, DefaultFields};
 use crate::write::Batch;
 use crate::{AdminContext, access, extract, live, team_join};
@@ -191,7 +191,8 @@ async fn start_window(
 }
 
 /// `POST /team/new`: a team (`team_id` generated as a uuid when absent) with its members
-/// (users created when missing). Returns the team object. Errors: 400 (bad body, existing
+/// (users created when missing) and its creator as an `admin` member (`default_user_id` for
+/// the master key, [`members::with_creator`]). Returns the team object. Errors: 400 (bad body, existing
 /// `team_id`, bad member), 401, 403, 500.
 async fn new(
     State(ctx): State<Arc<AdminContext>>,
@@ -232,7 +233,12 @@ async fn new(
         )?;
         // the members join after the default exists, so they get copies of it (LiteLLM adds
         // them after creating the team row)
-        let list = req.members_with_roles.clone().unwrap_or_default();
+        let creator = match &who.principal {
+            None => Some(members::PROXY_ADMIN_USER_ID),
+            Some(p) => p.key.user_id.as_deref(),
+        };
+        let list =
+            members::with_creator(req.members_with_roles.clone().unwrap_or_default(), creator);
         let no_budget = MemberBudget::default();
         let members = team_join::add(
             &e,

@@ -1,5 +1,5 @@
-//! Internal users (litellm-surface §4.4): `POST /user/new`, `/user/update`, `/user/delete`,
-//! `GET /user/info`, `GET /user/list`.
+//! Internal-user writes (litellm-surface §4.4): `POST /user/new`, `/user/update`
+//! (`/user/delete` is in `user_delete.rs`, the reads in `user_reads.rs`).
 //!
 //! Units: `max_budget` USD, `tpm_limit` tokens per minute, `rpm_limit` requests per minute.
 //! `user_role` decides management rights ([`crate::access`]).
@@ -9,21 +9,21 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use http::{HeaderMap, Uri};
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::{Entities, Governance};
-use tollgate_governance::store::{SecretKey, Team, User, VerificationToken};
+use tollgate_governance::store::{SecretKey, Team, User};
 
 use crate::error::{ApiError, ApiResult};
 use crate::key_fields::{KeyFields, new_row};
 use crate::write::Batch;
 use crate::{
-    AdminContext, access, extract, key_view, live, members, team_join, team_member_budget, teams,
+    AdminContext, access, extract, key_view, live, members, team_join, team_member_budget,
 };
 
 /// The user routes.
@@ -31,9 +31,6 @@ pub(crate) fn routes() -> Router<Arc<AdminContext>> {
     Router::new()
         .route("/user/new", post(new))
         .route("/user/update", post(update))
-        .route("/user/delete", post(delete))
-        .route("/user/info", get(info))
-        .route("/user/list", get(list))
 }
 
 /// `user_role` values (LiteLLM's `LitellmUserRoles`).
@@ -274,10 +271,11 @@ async fn new(
     Ok(Json(Value::Object(out)))
 }
 
-/// The cached user, by `user_id` or else `user_email`. Errors: 400 without either, 404.
-fn cached(gov: &Governance, id: Option<&str>, email: Option<&str>) -> ApiResult<Arc<User>> {
+/// The cached user, by `user_id` or else `user_email`; `None` when there is none. Errors: 400
+/// without either.
+fn lookup(gov: &Governance, id: Option<&str>, email: Option<&str>) -> ApiResult<Option<Arc<User>>> {
     let e = gov.cache().read();
-    let found = match (id, email) {
+    Ok(match (id, email) {
         (Some(id), _) => e.users.get(id).cloned(),
         (None, Some(em)) => e
             .users
@@ -285,8 +283,16 @@ fn cached(gov: &Governance, id: Option<&str>, email: Option<&str>) -> ApiResult<
             .find(|u| u.user_email.as_deref() == Some(em))
             .cloned(),
         (None, None) => return Err(ApiError::bad_request("user_id or user_email is required")),
-    };
-    found.ok_or_else(|| {
+    })
+}
+
+/// The cached user, by `user_id` or else `user_email`. Errors: 400 without either, 404.
+pub(crate) fn cached(
+    gov: &Governance,
+    id: Option<&str>,
+    email: Option<&str>,
+) -> ApiResult<Arc<User>> {
+    lookup(gov, id, email)?.ok_or_else(|| {
         ApiError::not_found(format!(
             "User not found, passed user_id={}",
             id.or(email).unwrap_or_default()
@@ -295,7 +301,10 @@ fn cached(gov: &Governance, id: Option<&str>, email: Option<&str>) -> ApiResult<
 }
 
 /// `POST /user/update` `{"user_id"|"user_email", …fields}`; in force on the next request.
-/// Returns `{"user_id", "data": user}`. Errors: 400, 401, 403, 404, 500.
+/// A user that does not exist is created from the body, as LiteLLM's upsert does
+/// (`_update_single_user_helper`, internal_user_endpoints.py: by `user_id` it keeps that id,
+/// by `user_email` alone it gets a uuid; `user_role` only when given, `teams` empty).
+/// Returns `{"user_id", "data": user}` either way. Errors: 400, 401, 403, 500.
 async fn update(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -304,10 +313,23 @@ async fn update(
     access::admin(&ctx, &headers, "/user/update")?;
     let req: UserFields = extract::body(&body)?;
     let gov = &ctx.gov;
-    let old = cached(gov, req.user_id.as_deref(), req.user_email.as_deref())?;
-    let mut user = live::user_row(gov, &old).await?;
+    let (mut user, creating) = match lookup(gov, req.user_id.as_deref(), req.user_email.as_deref())?
+    {
+        Some(old) => (live::user_row(gov, &old).await?, false),
+        None => {
+            let id = req.user_id.clone().unwrap_or_else(extract::new_id);
+            let u = User {
+                user_id: id,
+                metadata: json!({}),
+                model_spend: json!({}),
+                model_max_budget: json!({}),
+                ..User::default()
+            };
+            (u, true)
+        }
+    };
     let now = gov.admission().now();
-    let window = req.apply(&gov.cache().read(), &mut user, now, false)?;
+    let window = req.apply(&gov.cache().read(), &mut user, now, creating)?;
     Batch {
         users: vec![user.clone()],
         ..Batch::default()
@@ -315,221 +337,8 @@ async fn update(
     .commit(gov)
     .await?;
     start_window(gov, &req, &user, window.as_ref()).await?;
-    tracing::info!(user_id = %user.user_id, "user updated");
+    tracing::info!(user_id = %user.user_id, created = creating, "user updated");
     Ok(Json(
         json!({"user_id": user.user_id, "data": object(gov, &user).await?}),
     ))
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct DeleteBody {
-    user_ids: Vec<String>,
-}
-
-/// `POST /user/delete` `{"user_ids": [...]}`: deletes the users with their keys and
-/// memberships and removes them from their teams' `members_with_roles`. Returns the number of
-/// users deleted as a JSON integer (what LiteLLM's client asserts). Errors: 400 (empty list),
-/// 404 (none of the users exists), 401, 403, 500.
-async fn delete(
-    State(ctx): State<Arc<AdminContext>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> ApiResult<Json<Value>> {
-    let who = access::admin(&ctx, &headers, "/user/delete")?;
-    let req: DeleteBody = extract::body(&body)?;
-    if req.user_ids.is_empty() {
-        return Err(ApiError::bad_request("user_ids is required"));
-    }
-    let gov = &ctx.gov;
-    let mut batch = Batch {
-        deleted_by: Some(who.actor()),
-        ..Batch::default()
-    };
-    {
-        let e = gov.cache().read();
-        let mut ids: Vec<String> = req
-            .user_ids
-            .iter()
-            .filter(|u| e.users.contains_key(*u))
-            .cloned()
-            .collect();
-        ids.sort();
-        ids.dedup();
-        if ids.is_empty() {
-            return Err(ApiError::not_found(format!(
-                "User not found, passed user_ids={:?}",
-                req.user_ids
-            )));
-        }
-        let gone = |u: Option<&String>| u.is_some_and(|u| ids.contains(u));
-        batch.delete_keys = e
-            .keys
-            .values()
-            .filter(|k| gone(k.user_id.as_ref()))
-            .map(|k| k.token.clone())
-            .collect();
-        batch.delete_memberships = e
-            .memberships
-            .keys()
-            .filter(|(_, u)| ids.contains(u))
-            .cloned()
-            .collect();
-        for t in e.teams.values() {
-            if t.members_with_roles
-                .iter()
-                .any(|m| gone(m.user_id.as_ref()))
-            {
-                let mut t = Team::clone(t);
-                t.members_with_roles.retain(|m| !gone(m.user_id.as_ref()));
-                batch.teams.push(t);
-            }
-        }
-        batch.delete_users = ids;
-    }
-    // live spend read after the cache's guard is dropped (no guard is held across an await)
-    for t in &mut batch.teams {
-        *t = live::team_row(gov, t).await?;
-    }
-    let n = batch.delete_users.len();
-    batch.commit(gov).await?;
-    tracing::info!(count = n, "users deleted");
-    Ok(Json(json!(n)))
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct InfoQuery {
-    user_id: Option<String>,
-}
-
-/// `GET /user/info?user_id=` (default: the calling key's user) →
-/// `{"user_id", "user_info": user object, "keys": [key objects], "teams": [team objects]}`.
-/// A non-admin may read its own user only (403). Errors: 400, 401, 403, 404.
-async fn info(
-    State(ctx): State<Arc<AdminContext>>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> ApiResult<Json<Value>> {
-    let who = access::who(&ctx, &headers)?;
-    let q: InfoQuery = extract::query(&uri)?;
-    let own = who.principal.as_ref().and_then(|p| p.key.user_id.clone());
-    let id = q
-        .user_id
-        .or_else(|| own.clone())
-        .ok_or_else(|| ApiError::bad_request("user_id is required"))?;
-    if !who.reads_all() && own.as_deref() != Some(id.as_str()) {
-        return Err(ApiError::forbidden(
-            "Only the user itself or a proxy admin can view this user. Route=/user/info",
-        ));
-    }
-    let gov = &ctx.gov;
-    let user = cached(gov, Some(&id), None)?;
-    let (mut keys, mut teams): (Vec<Arc<VerificationToken>>, Vec<Arc<Team>>) = {
-        let e = gov.cache().read();
-        (
-            e.keys
-                .values()
-                .filter(|k| k.user_id.as_deref() == Some(id.as_str()))
-                .cloned()
-                .collect(),
-            e.teams
-                .values()
-                .filter(|t| {
-                    user.teams.contains(&t.team_id)
-                        || t.members_with_roles
-                            .iter()
-                            .any(|m| m.user_id.as_deref() == Some(id.as_str()))
-                })
-                .cloned()
-                .collect(),
-        )
-    };
-    keys.sort_by(|a, b| a.token.cmp(&b.token));
-    teams.sort_by(|a, b| a.team_id.cmp(&b.team_id));
-    let keys: Vec<Value> = live::each(keys.iter(), |k| async move {
-        Ok(Value::Object(key_view::object(gov, k).await?))
-    })
-    .await?;
-    let teams: Vec<Value> = live::each(teams.iter(), |t| async move {
-        Ok(Value::Object(teams::object(gov, t).await?))
-    })
-    .await?;
-    Ok(Json(json!({
-        "user_id": id,
-        "user_info": object(gov, &user).await?,
-        "keys": keys,
-        "teams": teams,
-    })))
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct ListQuery {
-    page: Option<u64>,
-    page_size: Option<u64>,
-    role: Option<String>,
-    /// Comma-separated user ids.
-    user_ids: Option<String>,
-    team: Option<String>,
-}
-
-/// `GET /user/list?page=1&page_size=25&role&user_ids=a,b&team` →
-/// `{"users": [user objects], "total", "page", "page_size", "total_pages"}`, by `user_id`.
-/// Admins and viewers. Errors: 400 (`page` < 1, `page_size` not in 1..=100), 401, 403.
-async fn list(
-    State(ctx): State<Arc<AdminContext>>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> ApiResult<Json<Value>> {
-    access::reader(&ctx, &headers, "/user/list")?;
-    let q: ListQuery = extract::query(&uri)?;
-    let page = q.page.unwrap_or(1);
-    let size = q.page_size.unwrap_or(25);
-    if page < 1 || !(1..=100).contains(&size) {
-        return Err(ApiError::bad_request(
-            "page must be >= 1 and page_size between 1 and 100",
-        ));
-    }
-    let wanted: Option<Vec<&str>> = q.user_ids.as_deref().map(|s| {
-        s.split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect()
-    });
-    let gov = &ctx.gov;
-    let mut users: Vec<Arc<User>> = gov
-        .cache()
-        .read()
-        .users
-        .values()
-        .filter(|u| {
-            wanted
-                .as_ref()
-                .is_none_or(|w| w.contains(&u.user_id.as_str()))
-                && q.role
-                    .as_ref()
-                    .is_none_or(|r| u.user_role.as_ref() == Some(r))
-                && q.team.as_ref().is_none_or(|t| u.teams.contains(t))
-        })
-        .cloned()
-        .collect();
-    users.sort_by(|a, b| a.user_id.cmp(&b.user_id));
-    let total = users.len() as u64;
-    let start = usize::try_from((page - 1).saturating_mul(size)).unwrap_or(usize::MAX);
-    let page_users = users
-        .iter()
-        .skip(start)
-        .take(usize::try_from(size).unwrap_or(100));
-    let shown: Vec<Value> = live::each(page_users, |u| async move {
-        Ok(Value::Object(object(gov, u).await?))
-    })
-    .await?;
-    Ok(Json(json!({
-        "users": shown,
-        "total": total,
-        "page": page,
-        "page_size": size,
-        "total_pages": total.div_ceil(size),
-    })))
 }

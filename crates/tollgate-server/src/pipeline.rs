@@ -8,7 +8,9 @@
 //! 2. **admitted** ([`crate::gate::admit`], when governance runs): key/team aliases resolved,
 //!    a team's own deployments (`/model/new` with `model_info.team_id`) mapped from their
 //!    public name for that team's keys and unknown (404) to everyone else, then model access
-//!    checked on the model group that will be called (403).
+//!    checked on the model group that will be called (403); a name the caller cannot route
+//!    is first checked against its `models` lists (403 where one refuses it, as LiteLLM's
+//!    auth checks run before its router).
 //! 3. **route**: model group → an attempt plan ([`tollgate_router`]: strategy, cooldowns,
 //!    retries, fallbacks); 404 `model_not_found`.
 //! 4. **attempt loop** (`attempts`): per attempt, budgets and RPM/TPM/parallel limits of
@@ -100,12 +102,14 @@ async fn run(
     // new router meanwhile): resolution, access and every attempt below use it.
     let router = state.router.load();
     // Team-owned groups (`/model/new` with `model_info.team_id`): one branch when none.
-    if !router.teams().is_empty() {
-        inbound.scope_team(&router).map_err(|e| {
-            GatewayFailure::route(e, || {
-                crate::routes::visible_models(state, &inbound.identity)
-            })
-        })?;
+    if !router.teams().is_empty()
+        && let Err(e) = inbound.scope_team(&router)
+    {
+        unroutable_access(state, &inbound)?;
+        return Err(GatewayFailure::route(e, || {
+            crate::routes::visible_models(state, &inbound.identity)
+        })
+        .into());
     }
     // 2. admitted: model access now; budgets and limits per attempt
     let governed = admitted(state, endpoint, headers, &inbound, &router)?;
@@ -163,15 +167,40 @@ fn admitted<'s>(
     let end_user = governed.as_ref().and_then(Governed::end_user);
     if let Some(gate) = &state.gate
         && (principal.is_some() || end_user.is_some())
-        && let Ok((group, _)) = router.resolve(inbound.routed())
     {
-        let (name, owned) = match inbound.team_access_name() {
-            Some(name) => (name, true),
-            None => (access_name(group, inbound.routed(), 0), false),
-        };
-        check_access(gate, principal, end_user, name, owned, &inbound.req.model)?;
+        match router.resolve(inbound.routed()) {
+            Ok((group, _)) => {
+                let (name, owned) = match inbound.team_access_name() {
+                    Some(name) => (name, true),
+                    None => (access_name(group, inbound.routed(), 0), false),
+                };
+                check_access(gate, principal, end_user, name, owned, &inbound.req.model)?;
+            }
+            Err(_) => unroutable_access(state, inbound)?,
+        }
     }
     Ok(governed)
+}
+
+/// A name this caller cannot route (no group serves it, or another team owns it), checked
+/// against the key's, team's, user's and organization's `models` first, as LiteLLM checks
+/// them before routing (`can_key_call_model` / `can_team_access_model`, auth_checks.py): a
+/// list that does not admit the name is its 403 `*_model_access_denied`; a caller no list
+/// restricts keeps the 404 `model_not_found`. Only on this refusal path: a request that
+/// routes never calls it. Errors: that 403.
+#[expect(clippy::result_large_err, reason = "the refusal path is cold")]
+fn unroutable_access(state: &AppState, inbound: &Inbound<'_>) -> Result<(), GatewayError> {
+    match (&state.gate, inbound.identity.principal()) {
+        (Some(gate), Some(p)) => check_access(
+            gate,
+            Some(p),
+            None,
+            inbound.routed(),
+            false,
+            &inbound.req.model,
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// The codec's request translation (named, so the stages read the same for every pair).

@@ -197,7 +197,8 @@ async fn bulk_member_add_reports_each_member() {
         .iter()
         .map(|m| m["role"].clone())
         .collect();
-    assert_eq!(roles, [json!("user"), json!("admin")]);
+    // the creator (the master key's `default_user_id`) first, then the two added
+    assert_eq!(roles, [json!("admin"), json!("user"), json!("admin")]);
     assert_eq!(
         v["updated_team"]["updated_users"].as_array().unwrap().len(),
         2

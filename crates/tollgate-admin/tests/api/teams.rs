@@ -27,7 +27,10 @@ async fn team_with_members_and_member_budget_tier() {
         without(&t, &["created_at", "updated_at"]),
         json!({
             "team_id": "t1", "team_alias": "core", "organization_id": null, "admins": [],
-            "members": [], "members_with_roles": [{"user_id": "u1", "user_email": null, "role": "admin"}],
+            "members": [],
+            // the master key's user joins as an admin (LiteLLM's new_team)
+            "members_with_roles": [{"user_id": "u1", "user_email": null, "role": "admin"},
+                                   {"user_id": "default_user_id", "user_email": null, "role": "admin"}],
             "metadata": {"model_aliases": {"fast": "mock-gpt"}}, "max_budget": 10.0,
             "soft_budget": null, "spend": 0.0, "models": ["mock-gpt"], "max_parallel_requests": null,
             "tpm_limit": null, "rpm_limit": null, "budget_duration": null, "budget_reset_at": null,
@@ -58,7 +61,7 @@ async fn team_with_members_and_member_budget_tier() {
     assert_eq!(m["litellm_budget_table"]["budget_id"], tier_id);
     assert_eq!(m["litellm_budget_table"]["max_budget"], 2.5);
     assert_eq!(m["litellm_budget_table"]["budget_duration"], "1d");
-    assert_eq!(v["members_with_roles"].as_array().unwrap().len(), 2);
+    assert_eq!(v["members_with_roles"].as_array().unwrap().len(), 3);
     assert_eq!(v["updated_users"][0]["teams"], json!(["t1"]));
     let (s, _) = h
         .post(
@@ -109,15 +112,16 @@ async fn team_with_members_and_member_budget_tier() {
     assert_eq!(info["keys"].as_array().unwrap().len(), 1);
     assert_eq!(info["keys"][0]["token"], hash);
     let ms = info["team_memberships"].as_array().unwrap();
-    assert_eq!(ms.len(), 2);
+    assert_eq!(ms.len(), 3);
+    assert_eq!(ms[0]["user_id"], "default_user_id");
     assert_eq!(
         (
-            ms[0]["user_id"].clone(),
-            ms[0]["litellm_budget_table"].clone()
+            ms[1]["user_id"].clone(),
+            ms[1]["litellm_budget_table"].clone()
         ),
         (json!("u1"), Value::Null)
     );
-    assert_eq!(ms[1]["litellm_budget_table"]["max_budget"], 2.5);
+    assert_eq!(ms[2]["litellm_budget_table"]["max_budget"], 2.5);
 
     // member_update changes the tier, in force at once
     let (s, v) = h
@@ -178,7 +182,8 @@ async fn team_with_members_and_member_budget_tier() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(
         v["members_with_roles"],
-        json!([{"user_id": "u1", "user_email": null, "role": "admin"}])
+        json!([{"user_id": "u1", "user_email": null, "role": "admin"},
+               {"user_id": "default_user_id", "user_email": null, "role": "admin"}])
     );
     assert!(h.gov.cache().read().users["u2"].teams.is_empty());
     assert!(
@@ -188,13 +193,21 @@ async fn team_with_members_and_member_budget_tier() {
             .memberships
             .contains_key(&("t1".into(), "u2".into()))
     );
-    let (s, _) = h
+    // no longer a member: LiteLLM's 400
+    let (s, v) = h
         .post(
             "/team/member_delete",
             json!({"team_id": "t1", "user_id": "u2"}),
         )
         .await;
-    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(
+        (s, v["error"]["message"].clone(), v["error"]["type"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("User not found in team"),
+            json!("bad_request_error")
+        )
+    );
 
     // delete: the team's keys and memberships go with it
     let (s, v) = h.post("/team/delete", json!({"team_ids": ["t1"]})).await;

@@ -90,8 +90,32 @@ async fn user_lifecycle() {
     assert_eq!(v["user_id"], "alice");
     assert_eq!(v["data"]["max_budget"], 7.0);
     assert_eq!(h.gov.cache().read().users["alice"].max_budget, Some(7.0));
-    let (s, _) = h.post("/user/update", json!({"user_id": "nobody"})).await;
-    assert_eq!(s, StatusCode::NOT_FOUND);
+    // an unknown user is created from the body (LiteLLM's upsert), with no role
+    let (s, v) = h
+        .post(
+            "/user/update",
+            json!({"user_id": "nobody", "max_budget": 2.5}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (
+            v["user_id"].clone(),
+            v["data"]["user_id"].clone(),
+            v["data"]["max_budget"].clone(),
+            v["data"]["user_role"].clone(),
+            v["data"]["teams"].clone(),
+            v["data"]["spend"].clone()
+        ),
+        (
+            json!("nobody"),
+            json!("nobody"),
+            json!(2.5),
+            Value::Null,
+            json!([]),
+            json!(0.0)
+        )
+    );
 
     let (_, l) = h.get("/user/list").await;
     assert_eq!(
@@ -101,7 +125,7 @@ async fn user_lifecycle() {
             l["page_size"].clone(),
             l["total_pages"].clone()
         ),
-        (json!(2), json!(1), json!(25), json!(1))
+        (json!(3), json!(1), json!(25), json!(1))
     );
     let ids: Vec<&str> = l["users"]
         .as_array()
@@ -109,7 +133,7 @@ async fn user_lifecycle() {
         .iter()
         .map(|u| u["user_id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["alice", "bob"]);
+    assert_eq!(ids, ["alice", "bob", "nobody"]);
 
     let (s, v) = h.post("/user/delete", json!({"user_ids": ["alice"]})).await;
     assert_eq!((s, v), (StatusCode::OK, json!(1)));
@@ -117,9 +141,7 @@ async fn user_lifecycle() {
         h.gov.principal(&hash).unwrap_err(),
         KeyError::NotFound(hash.clone())
     );
-    let (s, _) = h
-        .post("/user/delete", json!({"user_ids": ["nobody"]}))
-        .await;
+    let (s, _) = h.post("/user/delete", json!({"user_ids": ["ghost"]})).await;
     assert_eq!(s, StatusCode::NOT_FOUND);
 }
 
@@ -133,7 +155,8 @@ async fn user_new_joins_teams() {
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["teams"], json!(["t1"]));
     let team = h.gov.cache().read().teams["t1"].clone();
-    assert_eq!(team.members_with_roles[0].user_id.as_deref(), Some("carol"));
+    // after the team's creator, `default_user_id`
+    assert_eq!(team.members_with_roles[1].user_id.as_deref(), Some("carol"));
     let (s, _) = h
         .post("/user/new", json!({"user_id": "dave", "teams": ["nope"]}))
         .await;

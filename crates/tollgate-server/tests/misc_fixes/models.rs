@@ -1,6 +1,6 @@
 //! `/v1/models` lists what the caller may call, wildcard groups included by their pattern (as
 //! LiteLLM lists them): a key whose only entry is `bedrock/*` sees `bedrock/*`, can call a
-//! `bedrock/...` model, and its 404 for another model names it among the models available.
+//! `bedrock/...` model, and another model (one nothing serves included) is its list's 403.
 
 use serde_json::{Value, json};
 
@@ -53,12 +53,14 @@ async fn a_wildcard_only_key_lists_and_calls_its_wildcard_group() {
     assert_eq!(seen[0].deployment.as_deref(), Some("bedrock"));
     assert_eq!(seen[0].body["model"], "anthropic.claude-3");
 
-    // A model nothing serves: the 404 names what the key may call.
+    // A model nothing serves, which the key's list does not admit either: the list's 403,
+    // as LiteLLM checks the key's models before routing.
     let r = post_as(&gw, &wild, "/v1/chat/completions", &hello("no-such-model")).await;
-    assert_eq!(r.status, 404, "{}", r.text);
+    assert_eq!(r.status, 403, "{}", r.text);
     assert_eq!(
-        r.body["error"]["message"],
-        "The model `no-such-model` does not exist or you do not have access to it. Models available: bedrock/*."
+        r.body["error"],
+        json!({"message": "The requested model 'no-such-model' is not available for this API key, or the model name is invalid. Call `/v1/models` to view the models available to your key.",
+               "type": "key_model_access_denied", "param": "model", "code": "403"})
     );
     assert!(m.drain_observations().is_empty());
 }
