@@ -87,15 +87,30 @@ fn truthy(v: Option<&str>) -> bool {
 
 /// `GET /key/list?user_id&team_id&organization_id&key_alias&page=1&size=10&return_full_object`:
 /// `{"keys": [hashes, or key objects with return_full_object], "total_count", "current_page",
-/// "total_pages"}`, newest first. Admins and viewers. Errors: 400 (`page` < 1, `size` not in
-/// 1..=100), 401, 403.
+/// "total_pages"}`, newest first. Admins and viewers see every key; anyone else only the keys
+/// of its own user (LiteLLM's `validate_key_list_check`,
+/// `litellm/proxy/management_endpoints/key_management_endpoints.py`: `user_id` defaults to the
+/// caller's, another user's is refused). Errors: 400 (`page` < 1, `size` not in 1..=100), 401,
+/// 403 (a caller without a user, or asking for another user's keys).
 async fn list(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
     uri: Uri,
 ) -> ApiResult<Json<Value>> {
-    access::reader(&ctx, &headers, "/key/list")?;
-    let q: ListQuery = extract::query(&uri)?;
+    let who = access::who(&ctx, &headers)?;
+    let mut q: ListQuery = extract::query(&uri)?;
+    if !who.reads_all() {
+        let own = who.principal.as_ref().and_then(|p| p.key.user_id.clone());
+        match own {
+            Some(u) if q.user_id.as_ref().is_none_or(|asked| *asked == u) => q.user_id = Some(u),
+            Some(_) => {
+                return Err(ApiError::forbidden(
+                    "You are not allowed to check another user's keys. Route=/key/list",
+                ));
+            }
+            None => return Err(access::denied(&who, "/key/list")),
+        }
+    }
     let page = q.page.unwrap_or(1);
     let size = q.size.unwrap_or(10);
     if page < 1 || !(1..=100).contains(&size) {
