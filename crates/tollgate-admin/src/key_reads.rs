@@ -30,7 +30,8 @@ struct InfoQuery {
 /// `GET /key/info?key=<sk-… or hash>`; without `key`, the calling key. Returns
 /// `{"key": <hash>, "info": {row fields, live spend (USD), litellm_budget_table, …}}`; a
 /// deleted key gives `{"key", "info": {"status": "deleted"}}`. `key` in the answer is the hash,
-/// never the plaintext. A non-admin key may read only itself (another key: 403).
+/// never the plaintext. A non-admin caller may read itself and the keys of its own user
+/// (another key: 403).
 /// Errors: 400, 401, 403, 404, 500.
 async fn info(
     State(ctx): State<Arc<AdminContext>>,
@@ -48,10 +49,25 @@ async fn info(
             ));
         }
     };
-    if !who.reads_all() && who.principal.as_ref().map(|p| p.key.token.as_str()) != Some(&hash) {
-        return Err(ApiError::forbidden(
-            "Only the key's owner or a proxy admin can view this key. Route=/key/info",
-        ));
+    let itself = who.principal.as_ref().map(|p| p.key.token.as_str()) == Some(&hash);
+    if !who.reads_all() && !itself {
+        // The caller's user may read its user's keys (LiteLLM's `_can_user_query_key_info`).
+        let user = who
+            .principal
+            .as_ref()
+            .and_then(|p| p.key.user_id.as_deref());
+        let owner = ctx
+            .gov
+            .cache()
+            .read()
+            .keys
+            .get(&hash)
+            .and_then(|k| k.user_id.clone());
+        if user.is_none() || owner.as_deref() != user {
+            return Err(ApiError::forbidden(
+                "Only the key's owner or a proxy admin can view this key. Route=/key/info",
+            ));
+        }
     }
     ctx.gov.load_missing_key(&hash).await;
     let row = ctx.gov.cache().read().keys.get(&hash).cloned();

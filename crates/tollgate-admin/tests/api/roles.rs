@@ -181,7 +181,7 @@ async fn a_users_key_lists_only_that_users_keys() {
     let ann = v["key"].as_str().unwrap().to_owned();
     let ann_first = v["token_id"].as_str().unwrap().to_owned();
     let (_, ann_second) = h.key(json!({"user_id": "ann"})).await;
-    let (_, _bob) = h.key(json!({"user_id": "bob"})).await;
+    let (_, bob) = h.key(json!({"user_id": "bob"})).await;
     let (_, _nobody) = h.key(json!({})).await;
     let (s, v) = h.call("GET", "/key/list", Some(&ann), None).await;
     assert_eq!(s, StatusCode::OK, "{v}");
@@ -192,10 +192,24 @@ async fn a_users_key_lists_only_that_users_keys() {
         .map(|k| k.as_str().unwrap().to_owned())
         .collect();
     keys.sort();
-    let mut want = vec![ann_first, ann_second];
+    let mut want = vec![ann_first, ann_second.clone()];
     want.sort();
     assert_eq!(keys, want);
     assert_eq!(v["total_count"], 2);
+    // Its user's other key reads; another user's does not.
+    let (s, v) = h
+        .call(
+            "GET",
+            &format!("/key/info?key={ann_second}"),
+            Some(&ann),
+            None,
+        )
+        .await;
+    assert_eq!((s, v["key"].clone()), (StatusCode::OK, json!(ann_second)));
+    let (s, _) = h
+        .call("GET", &format!("/key/info?key={bob}"), Some(&ann), None)
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
     let (s, v) = h
         .call("GET", "/key/list?user_id=bob", Some(&ann), None)
         .await;
