@@ -151,6 +151,21 @@ async fn sessions_authenticate_the_management_api_behind_a_csrf_check() {
         let r = send(&gw, "POST", "/ui/api/login", &[], Some(body.clone())).await;
         assert_eq!((r.status, &r.body), (401, &invalid_login()), "{body}");
     }
+    // A form another site posts (text/plain, parsing as JSON) is not a login.
+    let r = send(
+        &gw,
+        "POST",
+        "/ui/api/login",
+        &[("content-type", "text/plain")],
+        Some(json!({"master_key": MASTER})),
+    )
+    .await;
+    assert_eq!(r.status, 415, "{}", r.text);
+    assert!(r.headers.get("set-cookie").is_none());
+    assert_eq!(
+        r.body["error"]["message"],
+        "The login body must be JSON, sent with content-type: application/json."
+    );
     let admin = login(&gw, json!({"master_key": MASTER})).await;
     assert_eq!(
         (&admin.body["user_id"], &admin.body["user_role"]),

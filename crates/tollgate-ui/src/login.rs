@@ -162,8 +162,29 @@ fn describe(ui: &Ui, s: &Session) -> Value {
     })
 }
 
-/// `POST /ui/api/login`: 200 with the session ([`describe`]) and its cookie. Errors: 400, 401.
+/// Whether the request says its body is JSON. A page of another site can post a form to the
+/// login (`text/plain` bodies can be made to parse as JSON) but cannot send this type without
+/// the browser asking this origin first (CORS), which Tollgate never allows: so no other site
+/// can log a visitor into a session of its choosing.
+fn json_body(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// `POST /ui/api/login`: 200 with the session ([`describe`]) and its cookie. Errors: 400, 401,
+/// 415 (a body not sent as `application/json`).
 async fn login(State(ui): State<Arc<Ui>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    if !json_body(&headers) {
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "bad_request_error",
+            "The login body must be JSON, sent with content-type: application/json.",
+        )
+        .into_response();
+    }
     let parsed: LoginBody = match serde_json::from_slice(&body) {
         Ok(b) => b,
         Err(e) => return ApiError::bad_request(format!("invalid login body: {e}")).into_response(),
