@@ -269,7 +269,7 @@ async fn sessions_authenticate_the_management_api_behind_a_csrf_check() {
 
 /// An internal user with a password logs in by e-mail (and by user_id) and sees only their
 /// own keys.
-async fn internal_user_sees_only_their_keys(gw: &GovGateway) {
+async fn internal_user_sees_only_their_keys(gw: &GovGateway) -> String {
     let r = post_as(
         gw,
         MASTER,
@@ -330,18 +330,40 @@ async fn internal_user_sees_only_their_keys(gw: &GovGateway) {
         !gw.log().contains("ann-pw-CANARY5"),
         "no password in the log"
     );
+
+    ann.cookie
+}
+
+/// The session of `cookie` (ann's) follows the user row: a new role applies at once, and once
+/// the user is deleted the cookie is refused.
+async fn session_follows_the_user_row(gw: &GovGateway, c: &str) {
+    let role = json!({"user_id": "ann", "user_role": "proxy_admin_viewer"});
+    let r = post_as(gw, MASTER, "/user/update", &role).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = send(gw, "GET", "/key/list", &[("cookie", c)], None).await;
+    assert_eq!(
+        (r.status, &r.body["total_count"]),
+        (200, &json!(4)),
+        "{}",
+        r.text
+    );
+    let r = post_as(gw, MASTER, "/user/delete", &json!({"user_ids": ["ann"]})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = send(gw, "GET", "/key/list", &[("cookie", c)], None).await;
+    assert_eq!(r.status, 401, "{}", r.text);
 }
 
 #[tokio::test]
 async fn an_internal_users_session_sees_only_their_keys() {
     let m = mock().await;
     let gw = GovGateway::start(&ui_config(&m, None));
-    internal_user_sees_only_their_keys(&gw).await;
+    let cookie = internal_user_sees_only_their_keys(&gw).await;
     let stored = grep_dir(gw.dir(), b"ann-pw-CANARY5");
     assert!(
         stored.is_empty(),
         "the password is stored hashed only: {stored:?}"
     );
+    session_follows_the_user_row(&gw, &cookie).await;
 }
 
 #[tokio::test]
@@ -351,7 +373,7 @@ async fn an_internal_users_session_sees_only_their_keys_postgres() {
     };
     let m = mock().await;
     let gw = GovGateway::start(&ui_config(&m, Some(&db.url)));
-    internal_user_sees_only_their_keys(&gw).await;
+    let cookie = internal_user_sees_only_their_keys(&gw).await;
     assert_eq!(
         db.grep_tables("ann-pw-CANARY5").await,
         Vec::<(String, i64)>::new()
@@ -363,4 +385,5 @@ async fn an_internal_users_session_sees_only_their_keys_postgres() {
             .await
             .unwrap();
     assert_eq!(stored, Some(sha256_hex("ann-pw-CANARY5")));
+    session_follows_the_user_row(&gw, &cookie).await;
 }
