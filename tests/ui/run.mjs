@@ -3,7 +3,8 @@
 // browser: logs in with the master key, creates a team and a key with a 0.05 USD budget in it,
 // spends the key through the gateway (fetch from node) until it is refused, reloads the key's
 // page and checks that the spend shown equals /key/info's and that the key shows as over
-// budget; finally an internal user logs in with a password and sees only their own key.
+// budget; edits its budget, regenerates it (new secret admitted, old one 401) and blocks it;
+// finally an internal user logs in with a password and sees only their own key.
 // Screenshots of each page go to target/ui-screenshots/.
 //
 // Without chromium: fails when CI is set (or TOLLGATE_REQUIRE_BROWSER=1); otherwise reports
@@ -70,18 +71,23 @@ async function api(base, method, path, body) {
   return data;
 }
 
+/** One chat call with `key` (8 output tokens: 0.01 USD): `[status, body]`. */
+async function chat(base, key) {
+  const r = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello' }], max_tokens: 8 }),
+  });
+  return [r.status, await r.json()];
+}
+
 /** Chat calls with `key` until one is refused; returns every status and the refusal's body. */
 async function spendUntilRefused(base, key) {
   const statuses = [];
   for (let i = 0; i < 20; i += 1) {
-    const r = await fetch(`${base}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'm1', messages: [{ role: 'user', content: 'hello' }], max_tokens: 8 }),
-    });
-    statuses.push(r.status);
-    const data = await r.json();
-    if (r.status !== 200) return { statuses, refusal: data };
+    const [status, data] = await chat(base, key);
+    statuses.push(status);
+    if (status !== 200) return { statuses, refusal: data };
   }
   throw new Error(`never refused: ${statuses}`);
 }
@@ -163,10 +169,36 @@ async function main() {
     assert.equal(await page.locator('#key-refusal').textContent(), 'New requests are refused: the key is over its budget.');
     await shot(page, '05-key-over-budget');
 
-    // Block it from its page: the list shows it blocked.
+    // Edit: a larger budget makes it active again.
+    page.on('dialog', (d) => d.accept());
+    await page.getByRole('button', { name: 'Edit key' }).click();
+    const edit = page.locator('#key-dialog');
+    assert.equal(await edit.getByLabel('Max budget (USD)').inputValue(), String(BUDGET));
+    await edit.getByLabel('Max budget (USD)').fill('1');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await page.locator('#key-status [data-status="active"]').waitFor();
+    const edited = (await api(base, 'GET', `/key/info?key=${hash}`)).info;
+    assert.deepEqual([edited.max_budget, edited.spend, edited.rpm_limit], [1, info.spend, 100]);
+    await shot(page, '06-key-edited');
+
+    // Regenerate: a new secret, shown once, works; the old one is deleted.
+    await page.getByRole('button', { name: 'Regenerate key' }).click();
+    const fresh = await page.getByLabel('Secret key').inputValue();
+    assert.ok(fresh.startsWith('sk-') && fresh !== secret);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.waitForFunction((old) => /^#\/keys\/[0-9a-f]{64}$/.test(location.hash) && !location.hash.endsWith(old), hash);
+    const newHash = await page.evaluate(() => location.hash.slice('#/keys/'.length));
+    await page.locator('dd', { hasText: newHash }).waitFor();
+    assert.equal((await api(base, 'GET', `/key/info?key=${hash}`)).info.status, 'deleted');
+    const [freshStatus, answer] = await chat(base, fresh);
+    assert.equal(freshStatus, 200, `the regenerated key is admitted: ${JSON.stringify(answer)}`);
+    const [oldStatus] = await chat(base, secret);
+    assert.equal(oldStatus, 401, 'the old secret is refused');
+
+    // Block it from its page.
     await page.getByRole('button', { name: 'Block key' }).click();
     await page.getByRole('button', { name: 'Unblock key' }).waitFor();
-    assert.equal((await api(base, 'GET', `/key/info?key=${hash}`)).info.blocked, true);
+    assert.equal((await api(base, 'GET', `/key/info?key=${newHash}`)).info.blocked, true);
 
     // An internal user with a password sees only their own key.
     const ann = await api(base, 'POST', '/user/new', { user_id: 'ann', user_email: 'ann@example.com', password: 'ann-pw-1' });
@@ -174,17 +206,17 @@ async function main() {
     await page.getByRole('textbox', { name: /^Username/ }).fill('ann@example.com');
     await page.getByLabel('Password', { exact: true }).fill('ann-pw-1');
     await page.getByRole('button', { name: 'Log in', exact: true }).click();
-    await shot(page, '06-internal-user-login');
+    await shot(page, '07-internal-user-login');
     await page.getByRole('heading', { name: 'Virtual keys' }).waitFor();
     const rows = page.locator('tr[data-key]');
     await rows.first().waitFor();
     assert.deepEqual(await rows.evaluateAll((r) => r.map((e) => e.dataset.key)), [ann.token_id]);
     assert.equal(await page.getByRole('button', { name: 'Create key' }).count(), 0, 'no create for an internal user');
-    await shot(page, '07-internal-user-keys');
+    await shot(page, '08-internal-user-keys');
 
     // Phone width: the page still reads.
     await page.setViewportSize({ width: 390, height: 844 });
-    await shot(page, '08-phone');
+    await shot(page, '09-phone');
     assert.deepEqual(pageErrors, [], 'no script errors');
     console.log(`ok: admin UI browser test (statuses ${statuses.join(',')}; spend ${info.spend} USD); screenshots in ${shots}`);
   } finally {

@@ -11,19 +11,32 @@ function num(input) {
   return input.value.trim() === '' ? undefined : Number(input.value);
 }
 
-/** The /key/generate body from the form's inputs. */
-function body(f) {
-  const out = {};
+/**
+ * The /key/generate body from the form's inputs; for an edit (`existing` set) the /key/update
+ * body: an emptied budget or limit is sent as null (no limit), empty models as [] (every model).
+ */
+function body(f, existing) {
+  const out = existing ? { key: existing.hash } : {};
   if (f.alias.value.trim()) out.key_alias = f.alias.value.trim();
-  if (f.team.value) out.team_id = f.team.value;
+  if (f.team.value && f.team.value !== existing?.team_id) out.team_id = f.team.value;
   const models = f.models.value.split(',').map((m) => m.trim()).filter(Boolean);
-  if (models.length) out.models = models;
+  if (models.length || existing) out.models = models;
   for (const [k, input] of [['max_budget', f.budget], ['tpm_limit', f.tpm], ['rpm_limit', f.rpm]]) {
     const v = num(input);
     if (v !== undefined) out[k] = v;
+    else if (existing) out[k] = null;
   }
   if (f.duration.value) out.budget_duration = f.duration.value;
   return out;
+}
+
+/** Opens a dialog showing `created.key` once (after a creation or a regeneration). */
+export function showSecret(created, done) {
+  const dialog = h('dialog', { 'aria-labelledby': 'key-dialog-title', id: 'key-dialog' });
+  document.body.append(dialog);
+  dialog.addEventListener('close', () => dialog.remove());
+  dialog.showModal();
+  secretStep(dialog, created, done);
 }
 
 /** The step after creation: the secret, once, with a copy button. */
@@ -51,8 +64,16 @@ function secretStep(dialog, created, done) {
   dialog.addEventListener('close', done, { once: true });
 }
 
-/** Opens the dialog; `opener` gets the focus back when it closes, `onCreated` runs after. */
-export async function openKeyForm(opener, onCreated) {
+/** A number for an input's value ('' for none). */
+function str(v) {
+  return typeof v === 'number' ? String(v) : '';
+}
+
+/**
+ * Opens the dialog; `opener` gets the focus back when it closes, `onDone` runs after a
+ * creation or an edit. With `existing` (a /key/info `info` plus its `hash`) it edits that key.
+ */
+export async function openKeyForm(opener, onDone, existing = null) {
   const dialog = h('dialog', { 'aria-labelledby': 'key-dialog-title', id: 'key-dialog' });
   document.body.append(dialog);
   const errors = h('div');
@@ -62,13 +83,14 @@ export async function openKeyForm(opener, onCreated) {
   } catch (e) {
     errors.append(errorBox(e));
   }
-  const [aliasField, alias] = field('key-alias', 'Key alias', { autocomplete: 'off' });
-  const [teamField, team] = select('key-team', 'Team', [['', 'No team'], ...teams.map((t) => [t.team_id, t.team_alias ? `${t.team_alias} (${t.team_id})` : t.team_id])]);
-  const [modelsField, models] = field('key-models', 'Models', { autocomplete: 'off' }, 'comma-separated; empty = every model');
-  const [budgetField, budget] = field('key-budget', 'Max budget (USD)', { type: 'number', min: '0', step: 'any', inputmode: 'decimal' });
-  const [durationField, duration] = select('key-duration', 'Budget reset', DURATIONS);
-  const [tpmField, tpm] = field('key-tpm', 'Tokens per minute', { type: 'number', min: '0', step: '1' });
-  const [rpmField, rpm] = field('key-rpm', 'Requests per minute', { type: 'number', min: '0', step: '1' });
+  const e = existing ?? {};
+  const [aliasField, alias] = field('key-alias', 'Key alias', { autocomplete: 'off', value: e.key_alias ?? '' });
+  const [teamField, team] = select('key-team', 'Team', [['', 'No team'], ...teams.map((t) => [t.team_id, t.team_alias ? `${t.team_alias} (${t.team_id})` : t.team_id])], e.team_id ?? '');
+  const [modelsField, models] = field('key-models', 'Models', { autocomplete: 'off', value: (e.models ?? []).join(', ') }, 'comma-separated; empty = every model');
+  const [budgetField, budget] = field('key-budget', 'Max budget (USD)', { type: 'number', min: '0', step: 'any', inputmode: 'decimal', value: str(e.max_budget) });
+  const [durationField, duration] = select('key-duration', 'Budget reset', existing ? [['', 'Unchanged'], ...DURATIONS.slice(1)] : DURATIONS);
+  const [tpmField, tpm] = field('key-tpm', 'Tokens per minute', { type: 'number', min: '0', step: '1', value: str(e.tpm_limit) });
+  const [rpmField, rpm] = field('key-rpm', 'Requests per minute', { type: 'number', min: '0', step: '1', value: str(e.rpm_limit) });
   const f = { alias, team, models, budget, duration, tpm, rpm };
   const form = h('form', {
     onsubmit: async (ev) => {
@@ -77,20 +99,27 @@ export async function openKeyForm(opener, onCreated) {
       const submit = form.querySelector('button[type=submit]');
       submit.disabled = true;
       try {
+        if (existing) {
+          await post('/key/update', body(f, existing));
+          announce('Key updated.');
+          dialog.close();
+          await onDone();
+          return;
+        }
         const created = await post('/key/generate', body(f));
         announce('Key created.');
-        secretStep(dialog, created, onCreated);
-      } catch (e) {
-        errors.append(errorBox(e));
+        secretStep(dialog, created, onDone);
+      } catch (err) {
+        errors.append(errorBox(err));
         submit.disabled = false;
       }
     },
   },
-  h('h2', { id: 'key-dialog-title' }, 'Create a virtual key'),
+  h('h2', { id: 'key-dialog-title' }, existing ? 'Edit key' : 'Create a virtual key'),
   errors,
   h('div', { class: 'grid' }, aliasField, teamField, modelsField, budgetField, durationField, tpmField, rpmField),
   h('div', { class: 'row' },
-    h('button', { type: 'submit', class: 'primary' }, 'Create key'),
+    h('button', { type: 'submit', class: 'primary' }, existing ? 'Save changes' : 'Create key'),
     h('button', { type: 'button', onclick: () => dialog.close() }, 'Cancel')));
   dialog.append(form);
   dialog.addEventListener('close', () => {

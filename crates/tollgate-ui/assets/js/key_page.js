@@ -1,9 +1,23 @@
 // One key's page (#/keys/<hash>): GET /key/info, its spend against its budget, limits and
-// status, with block/unblock and delete.
+// status, with edit (/key/update), regenerate (the new secret shown once), block/unblock and
+// delete.
 
-import { canWrite, get } from './api.js';
-import { fill, h, heading, statusBadge, usd } from './dom.js';
+import { canWrite, get, post } from './api.js';
+import { errorBox, fill, h, heading, statusBadge, usd } from './dom.js';
+import { openKeyForm, showSecret } from './key_form.js';
 import { keyAction } from './keys.js';
+
+/** Replaces the key by a new secret (POST /key/regenerate), shown once; then opens its page. */
+async function regenerate(hash, errors) {
+  errors.replaceChildren();
+  if (!window.confirm('Regenerate this key? The current secret stops working at once.')) return;
+  try {
+    const created = await post('/key/regenerate', { key: hash });
+    showSecret(created, () => { location.hash = `#/keys/${created.token_id}`; });
+  } catch (e) {
+    errors.append(errorBox(e));
+  }
+}
 
 function fact(label, value, attrs = {}) {
   return [h('dt', {}, label), h('dd', attrs, value ?? '—')];
@@ -23,10 +37,17 @@ export async function keyPage(main, session, hash) {
     return;
   }
   const name = k.key_alias || k.key_name || data.key.slice(0, 12);
-  const reload = () => keyPage(main, session, hash);
+  // After an action the page is drawn again; the focus goes to its heading, not to a
+  // button that no longer exists.
+  const reload = async () => {
+    await keyPage(main, session, hash);
+    document.getElementById('page-title')?.focus();
+  };
   const over = typeof k.max_budget === 'number' && k.spend >= k.max_budget;
   const actions = canWrite(session)
     ? h('div', { class: 'row' },
+      h('button', { type: 'button', onclick: (ev) => openKeyForm(ev.currentTarget, reload, { ...k, hash: data.key }) }, 'Edit key'),
+      h('button', { type: 'button', onclick: () => regenerate(data.key, errors) }, 'Regenerate key'),
       h('button', { type: 'button', onclick: () => keyAction(k.blocked ? 'unblock' : 'block', data.key, errors, reload) }, k.blocked ? 'Unblock key' : 'Block key'),
       h('button', { type: 'button', class: 'danger', onclick: () => keyAction('delete', data.key, errors, async () => { location.hash = '#/keys'; }) }, 'Delete key'))
     : null;
