@@ -351,6 +351,8 @@ async fn session_follows_the_user_row(gw: &GovGateway, c: &str) {
     assert_eq!(r.status, 200, "{}", r.text);
     let r = send(gw, "GET", "/key/list", &[("cookie", c)], None).await;
     assert_eq!(r.status, 401, "{}", r.text);
+    let r = send(gw, "GET", "/ui/api/session", &[("cookie", c)], None).await;
+    assert_eq!(r.status, 401, "{}", r.text);
 }
 
 #[tokio::test]

@@ -138,28 +138,27 @@ fn check(ui: &Ui, body: &LoginBody) -> Result<SessionUser, ApiError> {
         .ok_or_else(invalid)
 }
 
-/// The session as the UI reads it: `{"user_id", "user_role", "csrf_token", "expires_at"}`.
-fn describe(ui: &Ui, s: &Session) -> Value {
+/// The session as the UI reads it: `{"user_id", "user_role", "csrf_token", "expires_at"}`;
+/// `None` for a user's session whose user was deleted since.
+fn describe(ui: &Ui, s: &Session) -> Option<Value> {
     let (user_id, role) = match &s.user {
         SessionUser::Admin { name } => (name.clone(), "proxy_admin".to_owned()),
         SessionUser::User { user_id } => {
-            let role = ui
-                .gov
-                .cache()
-                .read()
-                .users
-                .get(user_id)
-                .and_then(|u| u.user_role.clone())
-                .unwrap_or_else(|| "internal_user".to_owned());
-            (user_id.clone(), role)
+            let e = ui.gov.cache().read();
+            let user = e.users.get(user_id)?;
+            let role = user.user_role.clone();
+            (
+                user_id.clone(),
+                role.unwrap_or_else(|| "internal_user".to_owned()),
+            )
         }
     };
-    json!({
+    Some(json!({
         "user_id": user_id,
         "user_role": role,
         "csrf_token": s.csrf,
         "expires_at": s.expires.to_rfc3339_opts(SecondsFormat::Secs, true),
-    })
+    }))
 }
 
 /// Whether the request says its body is JSON. A page of another site can post a form to the
@@ -201,7 +200,12 @@ async fn login(State(ui): State<Arc<Ui>>, uri: Uri, headers: HeaderMap, body: By
         SessionUser::Admin { name } => tracing::info!(user = %name, "admin UI login"),
         SessionUser::User { user_id } => tracing::info!(user_id = %user_id, "admin UI login"),
     }
-    let mut resp = Json(describe(&ui, &s)).into_response();
+    let Some(v) = describe(&ui, &s) else {
+        // The user was deleted between the check and now.
+        ui.sessions.end(&id);
+        return invalid().into_response();
+    };
+    let mut resp = Json(v).into_response();
     if let Some(v) = cookie::set(
         &id,
         SESSION_TTL.num_seconds(),
@@ -212,11 +216,17 @@ async fn login(State(ui): State<Arc<Ui>>, uri: Uri, headers: HeaderMap, body: By
     resp
 }
 
-/// `GET /ui/api/session`: the session of the request's cookie ([`describe`]). Errors: 401.
+/// `GET /ui/api/session`: the session of the request's cookie ([`describe`]). Errors: 401 (no
+/// live session, or its user was deleted: the session is then ended).
 async fn session(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
-    match cookie::session_id(&headers).and_then(|id| ui.sessions.get(id, Utc::now())) {
-        Some(s) => Json(describe(&ui, &s)).into_response(),
+    let id = cookie::session_id(&headers);
+    let live = id.and_then(|id| ui.sessions.get(id, Utc::now()));
+    match live.as_ref().and_then(|s| describe(&ui, s)) {
+        Some(v) => Json(v).into_response(),
         None => {
+            if let (Some(id), Some(_)) = (id, live) {
+                ui.sessions.end(id);
+            }
             ApiError::new(StatusCode::UNAUTHORIZED, "auth_error", "Not logged in.").into_response()
         }
     }
