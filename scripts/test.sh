@@ -60,4 +60,4 @@ echo "== admin UI browser test (chromium)"
 if [ ! -d tests/ui/node_modules/playwright-core ]; then
   (cd tests/ui && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-fund --no-audit --silent)
 fi
-TOLLGATE_BIN_DIR="$(pwd)/${target_dir}/debug" node tests/ui/run.mjs
+TOLLGATE_BIN_DIR="$(cd "$target_dir" && pwd)/debug" node tests/ui/run.mjs

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 
 /** The directory holding `tollgate` and `tollgate-mock`: $TOLLGATE_BIN_DIR or target/debug. */
 export function binDir(repo) {
-  return process.env.TOLLGATE_BIN_DIR ?? join(repo, process.env.CARGO_TARGET_DIR ?? 'target', 'debug');
+  return process.env.TOLLGATE_BIN_DIR ?? resolve(repo, process.env.CARGO_TARGET_DIR ?? 'target', 'debug');
 }
 
 const children = [];

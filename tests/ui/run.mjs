@@ -19,7 +19,7 @@ import { binDir, startGateway, startMock, stopAll } from './procs.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const browserPath = process.env.TOLLGATE_CHROMIUM ?? '/usr/bin/chromium';
-const shots = join(repo, process.env.CARGO_TARGET_DIR ?? 'target', 'ui-screenshots');
+const shots = resolve(repo, process.env.CARGO_TARGET_DIR ?? 'target', 'ui-screenshots');
 const MASTER = 'sk-ui-master-CANARY1';
 /** USD per output token: a call with max_tokens 8 (8 tokens from the mock) costs 0.01 USD. */
 const OUTPUT_PRICE = 0.00125;
