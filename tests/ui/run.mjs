@@ -114,8 +114,9 @@ async function main() {
     await page.getByRole('button', { name: 'Log in with the master key' }).click();
     await page.getByRole('alert').filter({ hasText: '401: Invalid credentials used to access UI.' }).waitFor();
     await shot(page, '01-login');
+    // By keyboard: Enter in the field submits its form.
     await page.getByLabel('Master key', { exact: true }).fill(MASTER);
-    await page.getByRole('button', { name: 'Log in with the master key' }).click();
+    await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Virtual keys' }).waitFor();
     await shot(page, '02-keys-empty');
 
@@ -130,8 +131,15 @@ async function main() {
     assert.equal(await teamRow.locator('td').nth(3).textContent(), '$10.00');
     await shot(page, '03-teams');
 
-    // A key in it with a 0.05 USD budget; its secret is shown once.
+    // A key in it with a 0.05 USD budget; its secret is shown once. Escape closes the dialog
+    // and gives the focus back to the button that opened it.
     await page.getByRole('link', { name: 'Virtual keys' }).click();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.locator('#key-dialog').waitFor();
+    await page.waitForFunction(() => document.activeElement?.id === 'key-alias'); // its first field
+    await page.keyboard.press('Escape');
+    await page.locator('#key-dialog').waitFor({ state: 'detached' });
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'create-key');
     await page.getByRole('button', { name: 'Create key' }).click();
     const dialog = page.locator('#key-dialog');
     await dialog.getByLabel('Key alias', { exact: true }).fill('ui-key');
