@@ -3,7 +3,9 @@
 #   1. Rust unit and end-to-end tests (the e2e tests start the real `tollgate` and
 #      `tollgate-mock` binaries, so the binaries are built first);
 #   2. client tests with the official `openai` (and later `anthropic`) Python SDKs, in a venv
-#      under .venv (created on first run, from PyPI).
+#      under .venv (created on first run, from PyPI);
+#   3. the admin UI's browser test (tests/ui: Debian's chromium driven by playwright-core from
+#      npm; screenshots under target/ui-screenshots/).
 # Tests that need PostgreSQL run when TOLLGATE_TEST_DATABASE_URL (postgres://user@host:port/db)
 # is set (.ci/run sets it); otherwise each reports its skip into $TOLLGATE_TEST_SKIP_LOG, and
 # the run ends with a summary naming every skipped test (`target::module::test`) under the
@@ -50,3 +52,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/clients/requirements.txt
 TOLLGATE_BIN_DIR="$(pwd)/target/debug" .venv/bin/python -m pytest -q tests/clients
+
+# The admin UI in a real browser: Debian's chromium driven by playwright-core (nothing is
+# downloaded: the browser is the system's). Without chromium it reports its skip, unless CI is
+# set (.ci/run installs chromium), where it fails.
+echo "== admin UI browser test (chromium)"
+if [ ! -d tests/ui/node_modules/playwright-core ]; then
+  (cd tests/ui && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-fund --no-audit --silent)
+fi
+TOLLGATE_BIN_DIR="$(cd "$target_dir" && pwd)/debug" node tests/ui/run.mjs

@@ -4,7 +4,10 @@
 //! |---|---|
 //! | master key ([`Caller::Admin`]), or a key whose user has `user_role: proxy_admin` | everything |
 //! | a key whose user is `proxy_admin_viewer` | every read route (info, list, spend, model info) |
-//! | any other key (`internal_user`, `internal_user_viewer`, `team`, `customer`, no user) | `GET /key/info` of itself, `/user/info` of its user, `/team/info` of its team, `/spend/logs` of itself, `/model/info` of the models it may call |
+//! | any other key (`internal_user`, `internal_user_viewer`, `team`, `customer`, no user) | `GET /key/info` of itself and of its user's keys, `/key/list` of its user's keys, `/user/info` of its user, `/team/info` of its team, `/spend/logs` of itself, `/model/info` of the models it may call |
+//!
+//! The admin UI's session of an internal user is that user with no key of its own
+//! (`tollgate-ui`'s `auth.rs`): its `user_role` decides, as for the user's keys.
 //!
 //! Anything else is 403 `auth_error`; an unauthenticated caller gets the [`AuthFailure`]'s
 //! status (401).

@@ -30,7 +30,8 @@ struct InfoQuery {
 /// `GET /key/info?key=<sk-… or hash>`; without `key`, the calling key. Returns
 /// `{"key": <hash>, "info": {row fields, live spend (USD), litellm_budget_table, …}}`; a
 /// deleted key gives `{"key", "info": {"status": "deleted"}}`. `key` in the answer is the hash,
-/// never the plaintext. A non-admin key may read only itself (another key: 403).
+/// never the plaintext. A non-admin caller may read itself and the keys of its own user
+/// (another key: 403).
 /// Errors: 400, 401, 403, 404, 500.
 async fn info(
     State(ctx): State<Arc<AdminContext>>,
@@ -48,10 +49,25 @@ async fn info(
             ));
         }
     };
-    if !who.reads_all() && who.principal.as_ref().map(|p| p.key.token.as_str()) != Some(&hash) {
-        return Err(ApiError::forbidden(
-            "Only the key's owner or a proxy admin can view this key. Route=/key/info",
-        ));
+    let itself = who.principal.as_ref().map(|p| p.key.token.as_str()) == Some(&hash);
+    if !who.reads_all() && !itself {
+        // The caller's user may read its user's keys (LiteLLM's `_can_user_query_key_info`).
+        let user = who
+            .principal
+            .as_ref()
+            .and_then(|p| p.key.user_id.as_deref());
+        let owner = ctx
+            .gov
+            .cache()
+            .read()
+            .keys
+            .get(&hash)
+            .and_then(|k| k.user_id.clone());
+        if user.is_none() || owner.as_deref() != user {
+            return Err(ApiError::forbidden(
+                "Only the key's owner or a proxy admin can view this key. Route=/key/info",
+            ));
+        }
     }
     ctx.gov.load_missing_key(&hash).await;
     let row = ctx.gov.cache().read().keys.get(&hash).cloned();
@@ -87,15 +103,30 @@ fn truthy(v: Option<&str>) -> bool {
 
 /// `GET /key/list?user_id&team_id&organization_id&key_alias&page=1&size=10&return_full_object`:
 /// `{"keys": [hashes, or key objects with return_full_object], "total_count", "current_page",
-/// "total_pages"}`, newest first. Admins and viewers. Errors: 400 (`page` < 1, `size` not in
-/// 1..=100), 401, 403.
+/// "total_pages"}`, newest first. Admins and viewers see every key; anyone else only the keys
+/// of its own user (LiteLLM's `validate_key_list_check`,
+/// `litellm/proxy/management_endpoints/key_management_endpoints.py`: `user_id` defaults to the
+/// caller's, another user's is refused). Errors: 400 (`page` < 1, `size` not in 1..=100), 401,
+/// 403 (a caller without a user, or asking for another user's keys).
 async fn list(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
     uri: Uri,
 ) -> ApiResult<Json<Value>> {
-    access::reader(&ctx, &headers, "/key/list")?;
-    let q: ListQuery = extract::query(&uri)?;
+    let who = access::who(&ctx, &headers)?;
+    let mut q: ListQuery = extract::query(&uri)?;
+    if !who.reads_all() {
+        let own = who.principal.as_ref().and_then(|p| p.key.user_id.clone());
+        match own {
+            Some(u) if q.user_id.as_ref().is_none_or(|asked| *asked == u) => q.user_id = Some(u),
+            Some(_) => {
+                return Err(ApiError::forbidden(
+                    "You are not allowed to check another user's keys. Route=/key/list",
+                ));
+            }
+            None => return Err(access::denied(&who, "/key/list")),
+        }
+    }
     let page = q.page.unwrap_or(1);
     let size = q.size.unwrap_or(10);
     if page < 1 || !(1..=100).contains(&size) {

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tollgate_governance::admission::{ScopeKey, ScopeKind, WindowPlan};
 use tollgate_governance::runtime::{Entities, Governance};
-use tollgate_governance::store::{SecretKey, Team, User};
+use tollgate_governance::store::{SecretKey, Team, User, hash_key};
 
 use crate::error::{ApiError, ApiResult};
 use crate::key_fields::{KeyFields, new_row};
@@ -83,6 +83,8 @@ struct UserFields {
     key_alias: Option<String>,
     duration: Option<String>,
     aliases: Option<BTreeMap<String, String>>,
+    /// The admin UI login password: stored hashed, never returned.
+    password: Option<String>,
 }
 
 impl UserFields {
@@ -124,6 +126,13 @@ impl UserFields {
         if let Some(m) = &self.model_max_budget {
             extract::model_max_budget(m)?;
             u.model_max_budget = Value::Object(m.clone());
+        }
+        if let Some(p) = &self.password {
+            if p.is_empty() {
+                return Err(ApiError::bad_request("password must not be empty"));
+            }
+            // LiteLLM's `hash_token`: the hex SHA-256, as its login compares it.
+            u.password = Some(hash_key(p));
         }
         if let Some(v) = &self.user_email {
             u.user_email = Some(v.clone());

@@ -82,6 +82,11 @@ impl Authenticator {
         }
     }
 
+    /// `general_settings.litellm_key_header_name`, when set (a credential header too).
+    pub fn custom_header(&self) -> Option<&http::HeaderName> {
+        self.custom_header.as_ref()
+    }
+
     /// Whether a master key is configured (and so every inference route needs a key).
     pub fn requires_key(&self) -> bool {
         self.master_digest.is_some()

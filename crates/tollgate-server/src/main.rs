@@ -358,13 +358,17 @@ async fn with_governance(
             error,
         })?;
     // With Redis settings: management changes reach every replica (fleet/identity.rs).
-    tollgate_server::fleet::identity::start(&loaded.config, &env, &admin, stop)
+    tollgate_server::fleet::identity::start(&loaded.config, &env, &admin.ctx, stop)
         .map_err(StartupError::config)?;
     if let Some(w) = tollgate_server::gate::unpriced::warning(&gate.unpriced(&state.router.load()))
     {
         tracing::warn!("{w}");
     }
-    Ok((Arc::new(state.with_gate(gate).with_admin(admin)), writer))
+    let state = state
+        .with_gate(gate)
+        .with_admin(admin.ctx)
+        .with_ui(admin.ui);
+    Ok((Arc::new(state), writer))
 }
 
 /// The address to listen on: `host` as an IP address, else the first address the name

@@ -70,6 +70,7 @@ impl From<BytesRejection> for BodyError {
 pub fn router(state: Arc<AppState>) -> Router {
     let limit = state.max_request_bytes;
     let admin = state.admin.as_ref().map(|a| Arc::clone(&a.0));
+    let ui = state.ui.clone();
     let admin_mounted = admin.is_some();
     let mut app = Router::new();
     for &(path, endpoint) in INFERENCE_ROUTES {
@@ -90,10 +91,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state);
-    // The management API (`/key/*`, `/team/*`, ...) when governance runs.
-    match admin {
-        Some(ctx) => app.merge(tollgate_admin::router(ctx)),
-        None => app,
+    // The management API (`/key/*`, `/team/*`, ...) when governance runs, with the admin UI
+    // (`/ui/`) whose session cookie it accepts behind the CSRF check.
+    match (admin, ui) {
+        (Some(ctx), Some(ui)) => app
+            .merge(tollgate_ui::protect(tollgate_admin::router(ctx), ui.csrf))
+            .merge(tollgate_ui::router(ui.ui)),
+        (Some(ctx), None) => app.merge(tollgate_admin::router(ctx)),
+        (None, _) => app,
     }
 }
 

@@ -55,6 +55,8 @@ pub struct AppState {
     pub gate: Option<Arc<crate::gate::Gate>>,
     /// The management API's context (mounted when governance runs).
     pub admin: Option<crate::gate::admin::AdminHandle>,
+    /// The admin UI at `/ui/` and its sessions (mounted with the management API).
+    pub ui: Option<crate::gate::admin::UiHandle>,
 }
 
 impl AppState {
@@ -68,6 +70,12 @@ impl AppState {
     /// Mounts the management API over `ctx`.
     pub fn with_admin(mut self, ctx: Arc<tollgate_admin::AdminContext>) -> Self {
         self.admin = Some(crate::gate::admin::AdminHandle(ctx));
+        self
+    }
+
+    /// Mounts the admin UI (`/ui/`) and its session authentication.
+    pub fn with_ui(mut self, ui: crate::gate::admin::UiHandle) -> Self {
+        self.ui = Some(ui);
         self
     }
 
@@ -120,6 +128,7 @@ impl AppState {
             responses: Arc::new(crate::response_store::MemoryResponseStore::default()),
             gate: None,
             admin: None,
+            ui: None,
         })
     }
 

@@ -173,3 +173,53 @@ async fn no_raw_key_in_any_response_but_its_creation() {
     let stored = format!("{:?}", h.gov.store().load().await.unwrap());
     assert!(!stored.contains("CANARY2"));
 }
+
+#[tokio::test]
+async fn a_users_key_lists_only_that_users_keys() {
+    let h = H::new().await;
+    let (_, v) = h.post("/user/new", json!({"user_id": "ann"})).await;
+    let ann = v["key"].as_str().unwrap().to_owned();
+    let ann_first = v["token_id"].as_str().unwrap().to_owned();
+    let (_, ann_second) = h.key(json!({"user_id": "ann"})).await;
+    let (_, bob) = h.key(json!({"user_id": "bob"})).await;
+    let (_, _nobody) = h.key(json!({})).await;
+    let (s, v) = h.call("GET", "/key/list", Some(&ann), None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let mut keys: Vec<String> = v["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect();
+    keys.sort();
+    let mut want = vec![ann_first, ann_second.clone()];
+    want.sort();
+    assert_eq!(keys, want);
+    assert_eq!(v["total_count"], 2);
+    // Its user's other key reads; another user's does not.
+    let (s, v) = h
+        .call(
+            "GET",
+            &format!("/key/info?key={ann_second}"),
+            Some(&ann),
+            None,
+        )
+        .await;
+    assert_eq!((s, v["key"].clone()), (StatusCode::OK, json!(ann_second)));
+    let (s, _) = h
+        .call("GET", &format!("/key/info?key={bob}"), Some(&ann), None)
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    let (s, v) = h
+        .call("GET", "/key/list?user_id=bob", Some(&ann), None)
+        .await;
+    assert_eq!(s, StatusCode::FORBIDDEN);
+    assert_eq!(
+        v,
+        error(
+            "You are not allowed to check another user's keys. Route=/key/list",
+            "auth_error",
+            403
+        )
+    );
+}

@@ -162,3 +162,46 @@ async fn user_new_joins_teams() {
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn a_password_is_stored_hashed_and_never_shown() {
+    use tollgate_governance::store::GovernanceStore;
+    let h = H::new().await;
+    let (s, v) = h
+        .post(
+            "/user/new",
+            json!({"user_id": "pat", "password": "pw-CANARY3", "auto_create_key": false}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(v.get("password").is_none(), "{v}");
+    let stored = |h: &H| h.gov.cache().read().users["pat"].password.clone();
+    assert_eq!(stored(&h), Some(hash_key("pw-CANARY3")));
+    // Another field's update keeps it; a new password replaces it.
+    let (s, v) = h
+        .post("/user/update", json!({"user_id": "pat", "max_budget": 2.0}))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert!(v["data"].get("password").is_none(), "{v}");
+    assert_eq!(stored(&h), Some(hash_key("pw-CANARY3")));
+    let (s, _) = h
+        .post(
+            "/user/update",
+            json!({"user_id": "pat", "password": "pw-2"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(stored(&h), Some(hash_key("pw-2")));
+    let snap = h.store.load().await.unwrap();
+    let row = snap.users.iter().find(|u| u.user_id == "pat").unwrap();
+    assert_eq!(row.password, Some(hash_key("pw-2")));
+    for uri in ["/user/info?user_id=pat", "/user/list"] {
+        let (_, v) = h.get(uri).await;
+        assert!(!v.to_string().contains("password"), "{uri}: {v}");
+    }
+    let (s, v) = h
+        .post("/user/update", json!({"user_id": "pat", "password": ""}))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["error"]["message"], "password must not be empty");
+}

@@ -221,6 +221,7 @@ impl ToRow for User {
             Val::Time(self.budget_reset_at),
             Val::Json(self.model_spend.clone()),
             Val::Json(self.model_max_budget.clone()),
+            s(&self.password),
         ]
     }
     fn from_row(r: &dyn GetCol) -> Result<Self, StoreError> {
@@ -242,6 +243,7 @@ impl ToRow for User {
             budget_reset_at: r.time("budget_reset_at")?,
             model_spend: obj(r, "model_spend")?,
             model_max_budget: obj(r, "model_max_budget")?,
+            password: r.text("password")?,
         })
     }
 }

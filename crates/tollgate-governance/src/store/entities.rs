@@ -228,6 +228,11 @@ pub struct User {
     pub model_spend: Value,
     /// Per-model budgets.
     pub model_max_budget: Value,
+    /// The login password for the admin UI, hashed as LiteLLM's `hash_token` does (hex
+    /// SHA-256, `litellm/proxy/_types.py`); never the password itself. Never serialized into
+    /// an answer (`/user/info`, `/user/list`, ...).
+    #[serde(skip_serializing)]
+    pub password: Option<String>,
 }
 
 impl User {

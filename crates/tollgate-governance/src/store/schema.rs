@@ -168,6 +168,8 @@ pub const USER: Table = Table {
         ("budget_reset_at", Time, ""),
         ("model_spend", Json, ""),
         ("model_max_budget", Json, ""),
+        // The admin UI's login password, hashed (LiteLLM's `password String?`).
+        ("password", Text, ""),
     ],
 };
 

@@ -34,7 +34,34 @@ impl Authorize for ServerAuthorize {
     }
 }
 
-/// The management API's context for this server. Loads the deployments stored in
+/// What [`context`] builds: the management API's context and the admin UI sharing its
+/// session table.
+pub struct Admin {
+    /// The management API's context.
+    pub ctx: Arc<tollgate_admin::AdminContext>,
+    /// The admin UI.
+    pub ui: UiHandle,
+}
+
+/// The admin UI as the server state holds it: its routes' state and the management API's
+/// CSRF check.
+#[derive(Clone)]
+pub struct UiHandle {
+    /// The UI routes' state.
+    pub ui: Arc<tollgate_ui::Ui>,
+    /// The CSRF check in front of the management routes.
+    pub csrf: tollgate_ui::CsrfState,
+}
+
+impl std::fmt::Debug for UiHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UiHandle")
+    }
+}
+
+/// The management API's context for this server, and the admin UI: callers are identified by
+/// their credential header, else by the UI's session cookie ([`tollgate_ui::SessionAuthorize`]);
+/// the UI's admin login is the master key or `UI_USERNAME` / `UI_PASSWORD` from `env`. Loads the deployments stored in
 /// `"LiteLLM_ProxyModelTable"` and swaps the router to include them, so they are callable from
 /// the first request. Stored credentials are decrypted with `sha256(LITELLM_SALT_KEY)`, else
 /// `sha256(master key)`, as LiteLLM does.
@@ -45,7 +72,8 @@ pub async fn context(
     state: &AppState,
     gate: &Arc<Gate>,
     env: Arc<EnvLookup>,
-) -> Result<Arc<tollgate_admin::AdminContext>, GateError> {
+) -> Result<Admin, GateError> {
+    let (ui_username, ui_password) = (env("UI_USERNAME"), env("UI_PASSWORD"));
     let salt = env("LITELLM_SALT_KEY")
         .filter(|s| !s.is_empty())
         .or_else(|| loaded.master_key.as_ref().map(|k| k.expose().to_owned()))
@@ -64,15 +92,40 @@ pub async fn context(
             "deployments loaded from LiteLLM_ProxyModelTable"
         );
     }
-    Ok(Arc::new(tollgate_admin::AdminContext {
+    let sessions = Arc::new(tollgate_ui::Sessions::new());
+    let custom_header = state.auth.custom_header().cloned();
+    let master = loaded.master_key.as_ref().map(|k| k.expose());
+    let ui = Arc::new(tollgate_ui::Ui {
+        sessions: Arc::clone(&sessions),
         gov: Arc::clone(&gate.gov),
-        auth: Arc::new(ServerAuthorize {
-            auth: Arc::clone(&state.auth),
+        login: tollgate_ui::LoginConfig::new(
+            master,
+            ui_username.as_deref(),
+            ui_password.as_deref(),
+        ),
+    });
+    let ctx = Arc::new(tollgate_admin::AdminContext {
+        gov: Arc::clone(&gate.gov),
+        auth: Arc::new(tollgate_ui::SessionAuthorize {
+            inner: ServerAuthorize {
+                auth: Arc::clone(&state.auth),
+                gov: Arc::clone(&gate.gov),
+            },
+            sessions: Arc::clone(&sessions),
             gov: Arc::clone(&gate.gov),
+            custom_header: custom_header.clone(),
         }),
         models,
         write_behind: Arc::clone(&gate.write_behind),
-    }))
+    });
+    let csrf = tollgate_ui::CsrfState {
+        sessions,
+        custom_header,
+    };
+    Ok(Admin {
+        ctx,
+        ui: UiHandle { ui, csrf },
+    })
 }
 
 /// The management API's context, as the server state holds it.

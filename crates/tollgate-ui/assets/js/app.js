@@ -1,0 +1,78 @@
+// The admin UI's entry point: checks the session, then routes `#/keys`, `#/keys/<hash>` and
+// `#/teams` to their views; without a session, the login page.
+
+import { get, post, setCsrf } from './api.js';
+import { announce, errorBox, fill } from './dom.js';
+import { keyPage } from './key_page.js';
+import { keysView } from './keys.js';
+import { loginView } from './login.js';
+import { teamsView } from './teams.js';
+
+const main = document.getElementById('main');
+const top = document.getElementById('top');
+let session = null;
+
+function setSession(s) {
+  session = s;
+  setCsrf(s ? s.csrf_token : null);
+}
+
+async function route() {
+  if (!session) {
+    top.hidden = true;
+    document.title = 'Log in · Tollgate';
+    loginView(main, (s) => {
+      setSession(s);
+      if (!location.hash || location.hash === '#/') location.hash = '#/keys';
+      else route();
+    });
+    return;
+  }
+  top.hidden = false;
+  document.getElementById('who').textContent = `${session.user_id} (${session.user_role})`;
+  const hash = location.hash || '#/keys';
+  const [, page, id] = hash.split('/');
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    if (a.dataset.nav === page) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  try {
+    if (page === 'keys' && id) await keyPage(main, session, decodeURIComponent(id));
+    else if (page === 'teams') await teamsView(main, session);
+    else await keysView(main, session);
+  } catch (e) {
+    if (e.status === 401) {
+      setSession(null);
+      route();
+      return;
+    }
+    fill(main, errorBox(e));
+  }
+  document.title = `${document.getElementById('page-title')?.textContent ?? 'Admin'} · Tollgate`;
+  document.getElementById('page-title')?.focus();
+}
+
+document.getElementById('logout').addEventListener('click', async () => {
+  try {
+    await post('/ui/api/logout');
+  } catch (e) {
+    announce(e.message);
+  }
+  setSession(null);
+  // The next login starts on the keys list, not on a page of the previous session's.
+  history.replaceState(null, '', '#/keys');
+  route();
+});
+
+window.addEventListener('hashchange', route);
+
+async function start() {
+  try {
+    setSession(await get('/ui/api/session'));
+  } catch {
+    setSession(null);
+  }
+  route();
+}
+
+start();
