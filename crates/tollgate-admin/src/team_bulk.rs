@@ -28,9 +28,9 @@ use tollgate_governance::store::{TeamMembership, User};
 
 use crate::error::{ApiError, ApiResult};
 use crate::members::{MemberBudget, MemberIn};
-use crate::team_members::{add_and_commit, added_object};
+use crate::team_members::{add_and_commit, added_object, for_add};
 use crate::team_reads::membership_object;
-use crate::{AdminContext, access, extract, live, teams};
+use crate::{AdminContext, access, extract, live};
 
 /// LiteLLM's `MAX_BATCH_SIZE` of the route.
 const MAX_MEMBERS: usize = 500;
@@ -183,7 +183,7 @@ async fn add(
     if team_id.is_empty() {
         return Err(ApiError::bad_request("team_id is required"));
     }
-    let mut team = live::team_row(gov, &*teams::cached(gov, team_id)?).await?;
+    let mut team = live::team_row(gov, &*for_add(gov, team_id)?).await?;
     let member = |m: &MemberIn| {
         team.members_with_roles.iter().any(|x| {
             (m.user_id.is_some() && x.user_id == m.user_id)

@@ -29,6 +29,26 @@ pub(crate) fn routes() -> Router<Arc<AdminContext>> {
         .route("/team/member_delete", post(member_delete))
 }
 
+/// The team `/team/member_add` (and the bulk add) acts on. Errors: 404 `not_found_error`
+/// `Team not found for team_id=<id>` (LiteLLM's `team_member_add`, team_endpoints.py).
+pub(crate) fn for_add(gov: &Governance, team_id: &str) -> ApiResult<Arc<Team>> {
+    teams::cached(gov, team_id)
+        .map_err(|_| ApiError::not_found(format!("Team not found for team_id={team_id}")))
+}
+
+/// The team `/team/member_update` and `/team/member_delete` act on. Errors: 400 `auth_error`
+/// `Team id=<id> does not exist in db` (LiteLLM's `team_member_update` and
+/// `team_member_delete`, team_endpoints.py: a 400, not a 404).
+fn existing(gov: &Governance, team_id: &str) -> ApiResult<Arc<Team>> {
+    teams::cached(gov, team_id).map_err(|_| {
+        ApiError::new(
+            http::StatusCode::BAD_REQUEST,
+            "auth_error",
+            format!("Team id={team_id} does not exist in db"),
+        )
+    })
+}
+
 /// `member`: one member or a list.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -50,8 +70,8 @@ struct AddBody {
 /// (creating missing users), each with its own budget tier when budget fields are given, else
 /// with a copy of the team's default member tier (`team_member_budget`), else none.
 /// Returns the team object plus `updated_users` and `updated_team_memberships` (LiteLLM's
-/// `TeamAddMemberResponse`). Errors: 400 (bad body, already a member), 401, 403, 404 (team),
-/// 500.
+/// `TeamAddMemberResponse`). Errors: 400 (bad body, already a member), 401, 403, 404 (team:
+/// [`for_add`]), 500.
 async fn member_add(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -68,7 +88,7 @@ async fn member_add(
         _ => return Err(ApiError::bad_request("member is required")),
     };
     let gov = &ctx.gov;
-    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?).await?;
+    let mut team = live::team_row(gov, &*for_add(gov, &team_id)?).await?;
     let (users, memberships) =
         add_and_commit(gov, &mut team, &list, &req.budget, &who.actor()).await?;
     tracing::info!(team_id = %team_id, count = list.len(), "team members added");
@@ -152,7 +172,8 @@ struct UpdateBody {
 /// "max_budget_in_team"?, "budget_duration"?, "tpm_limit"?, "rpm_limit"?}`: changes the role
 /// and/or the member's budget tier (created when it has none). Returns
 /// `{"team_id", "user_id", "user_email", "max_budget_in_team", "budget_duration",
-/// "tpm_limit", "rpm_limit"}`. Errors: 400, 401, 403, 404 (team, member), 500.
+/// "tpm_limit", "rpm_limit"}`. Errors: 400 (an unknown team: [`existing`]), 401, 403, 404
+/// (member), 500.
 async fn member_update(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -165,7 +186,7 @@ async fn member_update(
         .clone()
         .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
     let gov = &ctx.gov;
-    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?).await?;
+    let mut team = live::team_row(gov, &*existing(gov, &team_id)?).await?;
     let member =
         members::find_member(&team, req.user_id.as_deref(), req.user_email.as_deref())?.clone();
     let user_id = member
@@ -243,7 +264,8 @@ struct DeleteBody {
 /// `POST /team/member_delete` `{"team_id", "user_id"|"user_email"}`: removes the member
 /// from `members_with_roles`, deletes its membership row and drops the team from the user's
 /// `teams`. Returns the team object. Errors: 400 (no user named; `User not found in team`
-/// for one who is not a member, LiteLLM's words), 401, 403, 404 (team), 500.
+/// for one who is not a member, and an unknown team: [`existing`], LiteLLM's words), 401, 403,
+/// 500.
 async fn member_delete(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -256,7 +278,7 @@ async fn member_delete(
         .clone()
         .ok_or_else(|| ApiError::bad_request("team_id is required"))?;
     let gov = &ctx.gov;
-    let mut team = live::team_row(gov, &*teams::cached(gov, &team_id)?).await?;
+    let mut team = live::team_row(gov, &*existing(gov, &team_id)?).await?;
     // LiteLLM answers a user who is not a member with 400 `User not found in team`
     // (team_member_delete, team_endpoints.py), not a 404
     let member = members::find_member(&team, req.user_id.as_deref(), req.user_email.as_deref())

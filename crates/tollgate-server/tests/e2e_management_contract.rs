@@ -5,7 +5,8 @@
 //!   `_update_single_user_helper`, internal_user_endpoints.py) and answers
 //!   `{"user_id", "data"}`;
 //! - `/team/member_delete` of a user who is not a member is LiteLLM's 400 `User not found in
-//!   team` (team_endpoints.py);
+//!   team` (team_endpoints.py); the member routes on an unknown team answer LiteLLM's 400 /
+//!   404 (`management_contract/unknown_team.rs`);
 //! - `/user/info` shows each of the user's teams with `keys` and `team_memberships` (the user's
 //!   membership rows, spend live, with `litellm_budget_table`), LiteLLM's
 //!   `TeamListResponseObject`;
@@ -30,6 +31,8 @@ mod gov;
 mod service_keys;
 #[path = "management_contract/team_models.rs"]
 mod team_models;
+#[path = "management_contract/unknown_team.rs"]
+mod unknown_team;
 
 use gov::*;
 use serde_json::{Value, json};
@@ -296,6 +299,7 @@ async fn contract(db_url: Option<&str>) -> (GovGateway, tollgate_mock::MockHandl
     let gw = GovGateway::start(&config(&m.base_url(), &deps(), proxy_budget, db_url));
     user_update_upserts(&gw).await;
     member_delete_of_a_stranger(&gw).await;
+    unknown_team::member_routes_of_an_unknown_team(&gw).await;
     user_info_team_memberships(&gw).await;
     creator_is_team_admin(&gw).await;
     service_keys::service_account_keys(&gw).await;
