@@ -57,6 +57,7 @@ mod organizations;
 mod proxy_budget_user;
 mod served;
 mod spend;
+mod spend_summary;
 mod tags;
 mod team_bulk;
 mod team_delete;
@@ -223,6 +224,7 @@ pub fn router(ctx: Arc<AdminContext>) -> axum::Router {
         .merge(tags::routes())
         .merge(organizations::routes())
         .merge(spend::routes())
+        .merge(spend_summary::routes())
         .merge(models::routes())
         .with_state(ctx)
 }

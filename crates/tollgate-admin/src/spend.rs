@@ -12,7 +12,7 @@ use http::{HeaderMap, Uri};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tollgate_governance::admission::ScopeKey;
-use tollgate_governance::store::{SpendLogFilter, SpendLogRow, hash_key};
+use tollgate_governance::store::{SpendDim, SpendGroupQuery, SpendLogFilter, hash_key};
 
 use crate::error::{ApiError, ApiResult};
 use crate::{AdminContext, access, extract};
@@ -129,8 +129,8 @@ struct Totals {
 /// shape, one entry per day (`YYYY-MM-DD` of `startTime`, ascending):
 /// `[{"group_by_day", "teams": [{"team_name", "total_spend", "metadata": [{"model", "spend",
 /// "total_tokens"}]}]}]`; with `group_by=customer` the list is `customers` and the name
-/// `customer`, with `api_key` it is `api_keys` / `api_key` (the hash). Computed from the spend
-/// logs. Admins and viewers. Errors: 400 (bad date or `group_by`), 401, 403, 500.
+/// `customer`, with `api_key` it is `api_keys` / `api_key` (the hash). Summed by the database
+/// (one row per day, group and model, never the logs). Admins and viewers. Errors: 400 (bad date or `group_by`), 401, 403, 500.
 async fn report(
     State(ctx): State<Arc<AdminContext>>,
     headers: HeaderMap,
@@ -148,34 +148,45 @@ async fn report(
             )));
         }
     };
-    let filter = SpendLogFilter {
+    let dim = match list {
+        "teams" => SpendDim::Team,
+        "customers" => SpendDim::EndUser,
+        _ => SpendDim::ApiKey,
+    };
+    let query = SpendGroupQuery {
+        by: vec![SpendDim::Day, dim, SpendDim::Model],
         start: extract::date("start_date", q.start_date.as_deref(), false)?,
         end: extract::date("end_date", q.end_date.as_deref(), true)?,
-        ..SpendLogFilter::default()
+        ..SpendGroupQuery::default()
     };
     flush(&ctx).await?;
-    let rows = ctx.gov.store().spend_logs(&filter).await?;
-    let group_of = |r: &SpendLogRow| -> Option<String> {
-        match list {
-            "teams" => r.team_id.as_ref().map(|t| {
-                ctx.gov
-                    .cache()
-                    .read()
-                    .teams
-                    .get(t)
-                    .and_then(|t| t.team_alias.clone())
-                    .unwrap_or_else(|| t.clone())
-            }),
-            "customers" => r.end_user.clone().filter(|s| !s.is_empty()),
-            _ => Some(r.api_key.clone()),
-        }
+    // one row per (day, group, model), summed by the database
+    let rows = ctx.gov.store().spend_groups(&query).await?;
+    let team_name = |t: String| -> String {
+        ctx.gov
+            .cache()
+            .read()
+            .teams
+            .get(&t)
+            .and_then(|t| t.team_alias.clone())
+            .unwrap_or(t)
     };
     let mut days: BTreeMap<String, BTreeMap<Option<String>, Totals>> = BTreeMap::new();
-    for r in &rows {
-        let day = r.start_time.format("%Y-%m-%d").to_string();
-        let g = days.entry(day).or_default().entry(group_of(r)).or_default();
+    for r in rows {
+        let mut k = r.keys.into_iter();
+        let (day, group, model) = (k.next().flatten(), k.next().flatten(), k.next().flatten());
+        let group = if dim == SpendDim::Team {
+            group.map(team_name)
+        } else {
+            group
+        };
+        let g = days
+            .entry(day.unwrap_or_default())
+            .or_default()
+            .entry(group)
+            .or_default();
         g.spend += r.spend;
-        let m = g.models.entry(r.model.clone()).or_default();
+        let m = g.models.entry(model.unwrap_or_default()).or_default();
         m.0 += r.spend;
         m.1 += r.total_tokens;
     }

@@ -24,6 +24,7 @@ pub mod probe;
 mod publish;
 pub mod schema;
 pub mod secret_box;
+pub mod spend_groups;
 mod spend_ids;
 mod sql_spend;
 mod sql_store;
@@ -48,6 +49,7 @@ pub use pg_connect::{
 pub use postgres::{MIGRATION_LOCK_KEY, PostgresStore};
 pub use publish::PublishingStore;
 pub use secret_box::{SecretBox, SecretBoxError};
+pub use spend_groups::{SpendDim, SpendGroup, SpendGroupQuery};
 pub use spend_ids::attempt_id;
 pub use sqlite::SqliteStore;
 pub use writer::{FlushStats, SpendLogQueue, WriteBehind};
@@ -183,6 +185,9 @@ pub trait GovernanceStore: Send + Sync + 'static {
     /// whole proxy's spend, which has no column of its own (LiteLLM's `/global/spend` sums the
     /// logs too). Seeds the global budget counter at start.
     async fn spend_since(&self, since: Option<DateTime<Utc>>) -> Result<f64, StoreError>;
+    /// Spend-log totals (USD, tokens, rows) grouped by `q.by` over `q`'s `startTime` range,
+    /// computed by the database (`GROUP BY`, see `spend_groups.rs`), ordered by the groups.
+    async fn spend_groups(&self, q: &SpendGroupQuery) -> Result<Vec<SpendGroup>, StoreError>;
     /// Inserts or replaces a model deployment (`"LiteLLM_ProxyModelTable"`, by `model_id`),
     /// every string value of its `litellm_params` encrypted with `key` as LiteLLM does
     /// ([`models::sealed`]).
@@ -272,6 +277,8 @@ mod pg_bouncer_tests;
 mod pg_fleet_tests;
 #[cfg(test)]
 mod pg_tests;
+#[cfg(test)]
+mod spend_groups_tests;
 #[cfg(test)]
 mod spend_ids_tests;
 #[cfg(test)]

@@ -189,3 +189,13 @@ async fn pg_repeated_response_ids_keep_every_attempt() {
     s.pool().close().await;
     drop_schema(&url, &schema).await;
 }
+
+#[tokio::test]
+async fn pg_spend_groups() {
+    let Some((s, url, schema)) = pg_store("spend_groups").await else {
+        return;
+    };
+    super::spend_groups_tests::spend_groups_case(&s).await;
+    s.pool().close().await;
+    drop_schema(&url, &schema).await;
+}

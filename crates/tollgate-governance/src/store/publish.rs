@@ -15,7 +15,8 @@ use chrono::{DateTime, Utc};
 
 use super::{
     BudgetTier, EndUser, GovernanceStore, Organization, ProxyModel, SecretBox, Snapshot,
-    SpendLogFilter, SpendLogRow, StoreError, Tag, Team, TeamMembership, User, VerificationToken,
+    SpendGroup, SpendGroupQuery, SpendLogFilter, SpendLogRow, StoreError, Tag, Team,
+    TeamMembership, User, VerificationToken,
 };
 use crate::admission::SpendSnapshot;
 use crate::runtime::feed::{Change, ChangeFeed, ChangeKind};
@@ -71,6 +72,9 @@ impl PublishingStore {
 
 #[async_trait]
 impl GovernanceStore for PublishingStore {
+    async fn spend_groups(&self, q: &SpendGroupQuery) -> Result<Vec<SpendGroup>, StoreError> {
+        self.inner.spend_groups(q).await
+    }
     async fn migrate(&self) -> Result<(), StoreError> {
         self.inner.migrate().await
     }

@@ -11,6 +11,7 @@ use super::entities::*;
 use super::models::{self, ProxyModel};
 use super::schema::{self, TABLES, Table};
 use super::secret_box::SecretBox;
+use super::spend_groups::{self, SpendGroup, SpendGroupQuery};
 use super::{GovernanceStore, Snapshot, SpendLogFilter, StoreError, daily, sql_spend};
 use crate::admission::SpendSnapshot;
 
@@ -112,6 +113,8 @@ async fn migrate_steps<B: SqlBackend>(b: &B, mut tx: Option<&mut B::Tx>) -> Resu
     for sql in daily::create_index_sql() {
         b.run(tx.as_deref_mut(), Stmt::new(sql, Vec::new())).await?;
     }
+    let start_time = Stmt::new(spend_groups::START_TIME_INDEX_SQL, Vec::new());
+    b.run(tx, start_time).await?;
     Ok(())
 }
 
@@ -273,6 +276,11 @@ impl<B: SqlBackend> GovernanceStore for B {
             })
             .await?;
         Ok(sum.into_iter().next().flatten().unwrap_or(0.0))
+    }
+
+    async fn spend_groups(&self, q: &SpendGroupQuery) -> Result<Vec<SpendGroup>, StoreError> {
+        self.rows(None, spend_groups::stmt::<B>(q), spend_groups::decode)
+            .await
     }
 
     async fn upsert_model(&self, model: &ProxyModel, key: &SecretBox) -> Result<(), StoreError> {
