@@ -189,6 +189,7 @@ pub const ROUTE_SEGMENTS: &[&str] = &[
     "spend",
     "tag",
     "team",
+    "tollgate",
     "user",
 ];
 

@@ -51,7 +51,8 @@ pub(crate) fn dim(name: &str) -> Option<SpendDim> {
 /// the key's alias or the team's alias when it has one, else `group`. A request with several
 /// tags counts under each, so tag groups may sum to more than the total. Dates as
 /// `/spend/logs` (`YYYY-MM-DD`, an end date covers its day, or RFC 3339) on `startTime`.
-/// Admins and viewers see all spend; another key sees only its own. Errors: 400 (bad date or
+/// Admins and viewers see all spend; a user's key (or UI session) the spend of all that user's
+/// keys; a key without a user only its own. Errors: 400 (bad date or
 /// `group_by`), 401, 500.
 async fn summary(
     State(ctx): State<Arc<AdminContext>>,
@@ -66,13 +67,24 @@ async fn summary(
             "Invalid group_by={name}; expected api_key, team, model, end_user, tag or day"
         )));
     };
-    let api_key = match who.reads_all() {
-        true => None,
-        false => Some(
-            who.principal
-                .as_ref()
-                .map(|p| p.key.token.clone())
-                .unwrap_or_default(),
+    // Anyone but an admin or viewer sees their own: a user's every key (an internal user's
+    // UI session is one), else the calling key's.
+    let own_user = who
+        .principal
+        .as_ref()
+        .and_then(|p| p.key.user_id.clone())
+        .filter(|u| !u.is_empty());
+    let (api_key, user_id) = match (who.reads_all(), own_user) {
+        (true, _) => (None, None),
+        (false, Some(user)) => (None, Some(user)),
+        (false, None) => (
+            Some(
+                who.principal
+                    .as_ref()
+                    .map(|p| p.key.token.clone())
+                    .unwrap_or_default(),
+            ),
+            None,
         ),
     };
     let base = SpendGroupQuery {
@@ -80,7 +92,7 @@ async fn summary(
         start: extract::date("start_date", q.start_date.as_deref(), false)?,
         end: extract::date("end_date", q.end_date.as_deref(), true)?,
         api_key,
-        user_id: None,
+        user_id,
     };
     ctx.write_behind.flush().await?;
     let store = ctx.gov.store();

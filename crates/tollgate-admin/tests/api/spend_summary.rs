@@ -153,3 +153,46 @@ async fn report_is_summed_per_day_group_and_model() {
         ])
     );
 }
+
+#[tokio::test]
+#[expect(clippy::unwrap_used, reason = "test: fixed JSON shapes")]
+async fn a_users_key_sees_the_spend_of_all_that_users_keys_and_no_one_elses() {
+    let h = H::new().await;
+    let (_, v) = h.post("/user/new", json!({"user_id": "ann"})).await;
+    let ann = v["key"].as_str().unwrap().to_owned();
+    let ann_first = v["token_id"].as_str().unwrap().to_owned();
+    let (_, ann_second) = h.key(json!({"user_id": "ann"})).await;
+    let (bob, bob_hash) = h.key(json!({})).await;
+    let row = |id: &str, key: &str, user: Option<&str>, spend: f64| SpendLogRow {
+        request_id: id.into(),
+        call_type: "acompletion".into(),
+        api_key: key.into(),
+        user: user.map(str::to_owned),
+        spend,
+        total_tokens: 10,
+        start_time: t("2026-03-14T08:00:00Z"),
+        end_time: t("2026-03-14T08:00:00Z"),
+        model: "gpt-4o".into(),
+        ..SpendLogRow::default()
+    };
+    let rows = [
+        row("a1", &ann_first, Some("ann"), 0.5),
+        row("a2", &ann_second, Some("ann"), 0.25),
+        row("b1", &bob_hash, None, 1.0),
+    ];
+    assert_eq!(h.store.insert_spend_logs(&rows).await.ok(), Some(3));
+    let uri = format!("/tollgate/spend/summary?{RANGE}&group_by=day");
+    let (s, v) = h.call("GET", &uri, Some(&ann), None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["total_spend"], &v["requests"]),
+        (&json!(0.75), &json!(2))
+    );
+    // a key without a user sees its own spend only
+    let (s, v) = h.call("GET", &uri, Some(&bob), None).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["total_spend"], &v["requests"]),
+        (&json!(1.0), &json!(1))
+    );
+}

@@ -217,7 +217,7 @@ async fn bulk_member_add_reports_each_member() {
         json!({"team_id": "nope", "total_requested": 1, "successful_additions": 0,
                "failed_additions": 1, "updated_team": null,
                "results": [{"user_id": "u9", "user_email": null, "success": false,
-                            "error": "Team not found, passed team_id=nope",
+                            "error": "Team not found for team_id=nope",
                             "updated_user": null, "updated_team_membership": null}]})
     );
     let (s, v) = h
