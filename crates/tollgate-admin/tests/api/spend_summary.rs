@@ -155,7 +155,6 @@ async fn report_is_summed_per_day_group_and_model() {
 }
 
 #[tokio::test]
-#[expect(clippy::unwrap_used, reason = "test: fixed JSON shapes")]
 async fn a_users_key_sees_the_spend_of_all_that_users_keys_and_no_one_elses() {
     let h = H::new().await;
     let (_, v) = h.post("/user/new", json!({"user_id": "ann"})).await;
