@@ -85,6 +85,15 @@ async function usersSteps(page, ctx) {
   await page.locator('#users-count', { hasText: '· 1 users' }).waitFor();
   assert.deepEqual(await page.locator('tr[data-user]').evaluateAll((r) => r.map((e) => e.dataset.user)), ['ui-user-1']);
   await ctx.shot('admin-01-users');
+
+  // Delete (a second user, made by the API): gone from the page and from /user/info.
+  await ctx.api('POST', '/user/new', { user_id: 'ui-user-2' });
+  await page.getByLabel('User IDs').fill('ui-user-1,ui-user-2');
+  await page.getByRole('button', { name: 'Search' }).click();
+  const gone = page.locator('tr[data-user="ui-user-2"]');
+  await gone.getByRole('button', { name: 'Delete user ui-user-2' }).click();
+  await gone.waitFor({ state: 'detached' });
+  assert.equal(await statusOf(ctx, 'GET', '/user/info?user_id=ui-user-2'), 404);
 }
 
 async function budgetSteps(page, ctx) {
@@ -110,6 +119,22 @@ async function budgetSteps(page, ctx) {
   [t] = await ctx.api('POST', '/budget/info', { budgets: ['ui-tier'] });
   assert.deepEqual([t.max_budget, t.rpm_limit, t.tpm_limit], [5, 20, 1000]);
   await ctx.shot('admin-02-budgets');
+
+  // Delete (a second tier, made by the API).
+  await ctx.api('POST', '/budget/new', { budget_id: 'ui-tier-2', max_budget: 1 });
+  await page.reload();
+  const gone = page.locator('tr[data-budget="ui-tier-2"]');
+  await gone.getByRole('button', { name: 'Delete budget tier ui-tier-2' }).click();
+  await gone.waitFor({ state: 'detached' });
+  assert.equal(await statusOf(ctx, 'POST', '/budget/info', { budgets: ['ui-tier-2'] }), 404);
+}
+
+/** A tier still linked (from the end user) is not deleted: the API's refusal is shown in words. */
+async function linkedTierSteps(page) {
+  await page.getByRole('link', { name: 'Budget tiers' }).click();
+  await page.locator('tr[data-budget="ui-tier"]').getByRole('button', { name: 'Delete budget tier ui-tier' }).click();
+  await page.locator('#budgets-errors [role=alert]', { hasText: '400: Budget ui-tier is still linked from 1 ' }).waitFor();
+  assert.equal(await page.locator('tr[data-budget="ui-tier"]').count(), 1);
 }
 
 async function tagSteps(page, ctx) {
@@ -245,6 +270,9 @@ async function internalUserSteps(page) {
   assert.equal(await page.getByRole('button', { name: /^(Add member|Edit member|Remove member)/ }).count(), 0);
   await page.getByRole('link', { name: 'End users', exact: true }).click();
   await page.getByText('Only proxy admins and admin viewers can list end users.').waitFor();
+  // a team it is not in: the API's 403, in words
+  await page.evaluate(() => { location.hash = '#/teams/no-such-team'; });
+  await page.getByRole('alert').filter({ hasText: /^403: / }).waitFor();
 }
 
 /**
@@ -258,6 +286,7 @@ export async function adminPagesTest(page, ctx) {
   await budgetSteps(page, ctx);
   await tagSteps(page, ctx);
   await customerSteps(page, ctx);
+  await linkedTierSteps(page);
   await memberSteps(page, ctx);
   await internalUserSteps(page);
   console.log('ok: admin pages (users, budget tiers, tags, end users, team members)');
