@@ -15,6 +15,7 @@ import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { adminPagesTest } from './pages_admin.mjs';
 import { binDir, startGateway, startMock, stopAll } from './procs.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -207,6 +208,7 @@ async function main() {
     await page.getByRole('button', { name: 'Block key' }).click();
     await page.getByRole('button', { name: 'Unblock key' }).waitFor();
     assert.equal((await api(base, 'GET', `/key/info?key=${newHash}`)).info.blocked, true);
+    await adminPagesTest(page, { base, master: MASTER, api: (method, path, body) => api(base, method, path, body), shot: (name) => shot(page, name) });
 
     // An internal user with a password sees only their own key.
     const ann = await api(base, 'POST', '/user/new', { user_id: 'ann', user_email: 'ann@example.com', password: 'ann-pw-1' });

@@ -52,6 +52,13 @@ pub const ASSETS: &[Asset] = &[
     asset!("js/teams.js", JS),
     asset!("js/spend.js", JS),
     asset!("js/chart.js", JS),
+    asset!("js/form_dialog.js", JS),
+    asset!("js/users.js", JS),
+    asset!("js/user_form.js", JS),
+    asset!("js/customers.js", JS),
+    asset!("js/budgets.js", JS),
+    asset!("js/tags.js", JS),
+    asset!("js/team_page.js", JS),
 ];
 
 /// The page's Content Security Policy: everything from this origin only, no inline script.

@@ -73,3 +73,8 @@ export function post(path, body = {}) {
 export function canWrite(session) {
   return session?.user_role === 'proxy_admin';
 }
+
+/** Whether the session may read every entity (proxy_admin or proxy_admin_viewer). */
+export function canRead(session) {
+  return canWrite(session) || session?.user_role === 'proxy_admin_viewer';
+}

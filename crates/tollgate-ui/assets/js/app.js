@@ -1,13 +1,19 @@
-// The admin UI's entry point: checks the session, then routes `#/keys`, `#/keys/<hash>` and
-// `#/teams` and `#/spend` to their views; without a session, the login page.
+// The admin UI's entry point: checks the session, then routes `#/keys`, `#/keys/<hash>`,
+// `#/teams`, `#/teams/<team_id>`, `#/users`, `#/customers`, `#/budgets`, `#/tags` and `#/spend`
+// to their views; without a session, the login page.
 
 import { get, post, setCsrf } from './api.js';
+import { budgetsView } from './budgets.js';
+import { customersView } from './customers.js';
 import { announce, errorBox, fill } from './dom.js';
 import { keyPage } from './key_page.js';
 import { keysView } from './keys.js';
 import { loginView } from './login.js';
 import { spendView } from './spend.js';
+import { tagsView } from './tags.js';
+import { teamPage } from './team_page.js';
 import { teamsView } from './teams.js';
+import { usersView } from './users.js';
 
 const main = document.getElementById('main');
 const top = document.getElementById('top');
@@ -39,7 +45,12 @@ async function route() {
   }
   try {
     if (page === 'keys' && id) await keyPage(main, session, decodeURIComponent(id));
+    else if (page === 'teams' && id) await teamPage(main, session, decodeURIComponent(id));
     else if (page === 'teams') await teamsView(main, session);
+    else if (page === 'users') await usersView(main, session);
+    else if (page === 'customers') await customersView(main, session);
+    else if (page === 'budgets') await budgetsView(main, session);
+    else if (page === 'tags') await tagsView(main, session);
     else if (page === 'spend') await spendView(main, session);
     else await keysView(main, session);
   } catch (e) {

@@ -77,3 +77,17 @@ export function statusBadge(row) {
 export function heading(text) {
   return h('h1', { tabindex: '-1', id: 'page-title' }, text);
 }
+
+/** A table with a hidden `caption`, `cols` (`[title, numeric]`) and `rows`; `empty` when none. */
+export function dataTable(caption, cols, rows, empty) {
+  return h('table', {},
+    h('caption', { class: 'visually-hidden' }, caption),
+    h('thead', {}, h('tr', {}, cols.map(([t, n]) => h('th', { scope: 'col', class: n ? 'num' : '' }, t)))),
+    h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: String(cols.length) }, empty))));
+}
+
+/** A labelled checkbox in a `.field`; returns `[wrapper, input]`. */
+export function checkbox(id, label, checked = false) {
+  const input = h('input', { id, name: id, type: 'checkbox', class: 'check', checked });
+  return [h('div', { class: 'field check-field' }, input, h('label', { for: id }, label)), input];
+}

@@ -1,11 +1,12 @@
-// The teams page: GET /team/list and a form for POST /team/new (alias, budget, models).
+// The teams page: GET /team/list and a form for POST /team/new (alias, budget, models); each
+// team links to its page (team_page.js). A member sees its own teams (GET /user/info).
 
 import { canWrite, get, post } from './api.js';
 import { announce, errorBox, fill, field, h, heading, statusBadge, usd } from './dom.js';
 
 function teamRow(t) {
   return h('tr', { 'data-team': t.team_id },
-    h('td', {}, t.team_alias ?? '—'),
+    h('td', {}, h('a', { href: `#/teams/${encodeURIComponent(t.team_id)}` }, t.team_alias ?? t.team_id)),
     h('td', { class: 'secret' }, t.team_id),
     h('td', { class: 'num' }, usd(t.spend)),
     h('td', { class: 'num' }, usd(t.max_budget)),
@@ -58,6 +59,11 @@ export async function teamsView(main, session) {
     fill(main, heading('Teams'), canWrite(session) ? createForm(errors, reload) : null, errors, table);
     await reload();
   } else {
-    fill(main, heading('Teams'), h('p', {}, 'Only proxy admins and admin viewers can list teams. Your keys show their team on the keys page.'));
+    // a member reads its own teams (GET /user/info lists them), each on its page
+    const own = (await get('/user/info', { user_id: session.user_id })).teams ?? [];
+    fill(main, heading('Teams'), h('p', {}, 'Only proxy admins and admin viewers can list every team. Your teams:'),
+      own.length
+        ? h('ul', {}, own.map((t) => h('li', {}, h('a', { href: `#/teams/${encodeURIComponent(t.team_id)}` }, t.team_alias ?? t.team_id))))
+        : h('p', {}, 'You are not a member of any team.'));
   }
 }
