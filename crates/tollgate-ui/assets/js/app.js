@@ -1,11 +1,12 @@
-// The admin UI's entry point: checks the session, then routes `#/keys`, `#/keys/<hash>` and
-// `#/teams` and `#/spend` to their views; without a session, the login page.
+// The admin UI's entry point: checks the session, then routes `#/keys`, `#/keys/<hash>`,
+// `#/teams`, `#/models` and `#/spend` to their views; without a session, the login page.
 
 import { get, post, setCsrf } from './api.js';
 import { announce, errorBox, fill } from './dom.js';
 import { keyPage } from './key_page.js';
 import { keysView } from './keys.js';
 import { loginView } from './login.js';
+import { modelsView } from './models.js';
 import { spendView } from './spend.js';
 import { teamsView } from './teams.js';
 
@@ -40,6 +41,7 @@ async function route() {
   try {
     if (page === 'keys' && id) await keyPage(main, session, decodeURIComponent(id));
     else if (page === 'teams') await teamsView(main, session);
+    else if (page === 'models') await modelsView(main, session);
     else if (page === 'spend') await spendView(main, session);
     else await keysView(main, session);
   } catch (e) {
