@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { adminPagesTest } from './pages_admin.mjs';
 import { binDir, startGateway, startMock, stopAll } from './procs.mjs';
+import { spendAndModelChecks } from './spend_check.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const browserPath = process.env.TOLLGATE_CHROMIUM ?? '/usr/bin/chromium';
@@ -177,6 +178,7 @@ async function main() {
     assert.equal(await page.locator('#key-status [data-status]').getAttribute('data-status'), 'over-budget');
     assert.equal(await page.locator('#key-refusal').textContent(), 'New requests are refused: the key is over its budget.');
     await shot(page, '05-key-over-budget');
+    await spendAndModelChecks(page, { base, api, shot, hash, teamId });
 
     // Edit: a larger budget makes it active again.
     page.on('dialog', (d) => d.accept());

@@ -3,6 +3,7 @@
 //! the admin UI's spend page (or a script) reads one row per group and per day over any date
 //! range, never the spend logs themselves. Summed by the database (`spend_groups`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -11,7 +12,7 @@ use axum::{Json, Router};
 use http::{HeaderMap, Uri};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tollgate_governance::store::{SpendDim, SpendGroup, SpendGroupQuery};
+use tollgate_governance::store::{GovernanceStore, SpendDim, SpendGroup, SpendGroupQuery};
 
 use crate::error::{ApiError, ApiResult};
 use crate::{AdminContext, access, extract};
@@ -40,6 +41,68 @@ pub(crate) fn dim(name: &str) -> Option<SpendDim> {
         "day" => SpendDim::Day,
         _ => return None,
     })
+}
+
+/// The per-day totals of `base` and its totals per `by` group, largest spend first. By tag
+/// (a request counts under each of its tags) two queries; otherwise one, by day and group,
+/// summed here both ways (at most days × groups rows).
+async fn days_and_groups(
+    store: &dyn GovernanceStore,
+    base: &SpendGroupQuery,
+    by: SpendDim,
+) -> ApiResult<(Vec<SpendGroup>, Vec<SpendGroup>)> {
+    let (days, mut groups) = match by {
+        SpendDim::Day => {
+            let days = store.spend_groups(base).await?;
+            (days.clone(), days)
+        }
+        SpendDim::Tag => {
+            let q = SpendGroupQuery {
+                by: vec![SpendDim::Tag],
+                ..base.clone()
+            };
+            (
+                store.spend_groups(base).await?,
+                store.spend_groups(&q).await?,
+            )
+        }
+        _ => {
+            let q = SpendGroupQuery {
+                by: vec![SpendDim::Day, by],
+                ..base.clone()
+            };
+            let rows = store.spend_groups(&q).await?;
+            let mut days: BTreeMap<Option<String>, SpendGroup> = BTreeMap::new();
+            let mut groups: BTreeMap<Option<String>, SpendGroup> = BTreeMap::new();
+            for r in rows {
+                let mut k = r.keys.iter().cloned();
+                let (day, group) = (k.next().flatten(), k.next().flatten());
+                add(days.entry(day.clone()).or_insert_with(|| empty(day)), &r);
+                add(
+                    groups.entry(group.clone()).or_insert_with(|| empty(group)),
+                    &r,
+                );
+            }
+            (days.into_values().collect(), groups.into_values().collect())
+        }
+    };
+    groups.sort_by(|a, b| b.spend.total_cmp(&a.spend).then(a.keys.cmp(&b.keys)));
+    Ok((days, groups))
+}
+
+fn empty(key: Option<String>) -> SpendGroup {
+    SpendGroup {
+        keys: vec![key],
+        spend: 0.0,
+        total_tokens: 0,
+        requests: 0,
+    }
+}
+
+fn add(to: &mut SpendGroup, r: &SpendGroup) {
+    to.spend += r.spend;
+    to.total_tokens += r.total_tokens;
+    to.requests += r.requests;
 }
 
 /// `GET /tollgate/spend/summary?start_date&end_date&group_by=api_key|team|model|end_user|tag|day`
@@ -95,19 +158,7 @@ async fn summary(
         user_id,
     };
     ctx.write_behind.flush().await?;
-    let store = ctx.gov.store();
-    let days = store.spend_groups(&base).await?;
-    let mut groups = match by {
-        SpendDim::Day => days.clone(),
-        _ => {
-            let q = SpendGroupQuery {
-                by: vec![by],
-                ..base.clone()
-            };
-            store.spend_groups(&q).await?
-        }
-    };
-    groups.sort_by(|a, b| b.spend.total_cmp(&a.spend).then(a.keys.cmp(&b.keys)));
+    let (days, groups) = days_and_groups(ctx.gov.store().as_ref(), &base, by).await?;
     let label = |g: &Option<String>| -> Value {
         let Some(id) = g else { return Value::Null };
         let cache = ctx.gov.cache().read();

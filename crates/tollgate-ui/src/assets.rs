@@ -50,6 +50,8 @@ pub const ASSETS: &[Asset] = &[
     asset!("js/key_form.js", JS),
     asset!("js/key_page.js", JS),
     asset!("js/teams.js", JS),
+    asset!("js/models.js", JS),
+    asset!("js/model_form.js", JS),
     asset!("js/spend.js", JS),
     asset!("js/chart.js", JS),
     asset!("js/form_dialog.js", JS),

@@ -12,6 +12,7 @@ mod models_v2;
 mod organizations;
 mod roles;
 mod spend;
+mod spend_scale;
 mod spend_summary;
 mod tags;
 mod team_defaults;

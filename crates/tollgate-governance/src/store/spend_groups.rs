@@ -1,7 +1,8 @@
 //! Spend-log aggregation in SQL: `SUM(spend)`, `SUM(total_tokens)` and `COUNT(*)` of
 //! `"LiteLLM_SpendLogs"` grouped by day, key, team, model, end user or request tag over a
-//! `startTime` range, so a report over months reads one row per group, never the logs. The
-//! range uses the `startTime` index ([`START_TIME_INDEX_SQL`]).
+//! `startTime` range, so a report over months reads one row per group, never the logs. A
+//! narrow range uses the `startTime` index ([`START_TIME_INDEX_SQL`]); on SQLite a range that
+//! covers most of the stored logs reads the table in order instead ([`scan_whole`]).
 
 use chrono::{DateTime, Utc};
 
@@ -60,6 +61,46 @@ pub struct SpendGroup {
 /// `schema.prisma`), under Prisma's name so a LiteLLM database keeps just the one it has.
 pub(super) const START_TIME_INDEX_SQL: &str = "CREATE INDEX IF NOT EXISTS \"LiteLLM_SpendLogs_startTime_idx\" ON \"LiteLLM_SpendLogs\" (\"startTime\")";
 
+/// The share of the stored logs' `startTime` span from which SQLite reads the whole table
+/// rather than the `startTime` index. SQLite has no row statistics here (no `ANALYZE`), so it
+/// takes the index for any range; over most of the table that costs one table lookup per row,
+/// about twice the time of reading the table in order (100,000 rows over 90 days:
+/// `tollgate-admin`'s `tests/api/spend_scale.rs`). Postgres plans from its own statistics.
+const SCAN_SHARE: f64 = 0.25;
+
+/// The first and last `startTime` of the stored logs.
+pub(super) type Span = (DateTime<Utc>, DateTime<Utc>);
+
+/// `SELECT MIN("startTime") AS lo, MAX("startTime") AS hi` of the logs (two index probes).
+pub(super) fn span_stmt() -> Stmt {
+    Stmt::new(
+        "SELECT MIN(\"startTime\") AS lo, MAX(\"startTime\") AS hi FROM \"LiteLLM_SpendLogs\"",
+        Vec::new(),
+    )
+}
+
+/// Decodes [`span_stmt`]'s row: `None` when there are no logs.
+pub(super) fn decode_span(r: &dyn GetCol) -> Result<Option<Span>, StoreError> {
+    Ok(r.time("lo")?.zip(r.time("hi")?))
+}
+
+/// Whether `q`'s `startTime` range covers at least [`SCAN_SHARE`] of `span` (the stored logs'
+/// first and last `startTime`), so reading the whole table beats the index. `false` without a
+/// range (nothing to use the index for), without logs, or when the range misses them.
+pub(super) fn scan_whole(q: &SpendGroupQuery, span: Option<Span>) -> bool {
+    let Some((lo, hi)) = span else { return false };
+    if q.start.is_none() && q.end.is_none() {
+        return false;
+    }
+    let from = q.start.map_or(lo, |s| s.max(lo));
+    let to = q.end.map_or(hi, |e| e.min(hi));
+    if to < from {
+        return false;
+    }
+    let total = (hi - lo).num_milliseconds().max(1) as f64;
+    (to - from).num_milliseconds() as f64 / total >= SCAN_SHARE
+}
+
 /// The SQL expression of `d` over spend-log alias `s` (tag alias `t`).
 fn expr(d: SpendDim, dialect: Dialect) -> &'static str {
     match (d, dialect) {
@@ -89,8 +130,9 @@ fn from(q: &SpendGroupQuery, dialect: Dialect) -> &'static str {
 }
 
 /// The `SELECT … GROUP BY` of `q`: columns `ngroups`, `g0…gN`, `spend`, `total_tokens`, `requests`,
-/// ordered by the grouping columns.
-pub(super) fn stmt<B: SqlBackend>(q: &SpendGroupQuery) -> Stmt {
+/// ordered by the grouping columns. With `whole` the range is written `+s."startTime"`, which
+/// keeps SQLite off the `startTime` index ([`scan_whole`]).
+pub(super) fn stmt<B: SqlBackend>(q: &SpendGroupQuery, whole: bool) -> Stmt {
     let d = B::DIALECT;
     let groups: Vec<String> =
         q.by.iter()
@@ -115,12 +157,17 @@ pub(super) fn stmt<B: SqlBackend>(q: &SpendGroupQuery) -> Stmt {
             vals.push(Val::Text(Some(v.clone())));
         }
     }
+    let col = if whole && d == Dialect::Sqlite {
+        "+s.\"startTime\""
+    } else {
+        "s.\"startTime\""
+    };
     if let Some(s) = q.start {
-        sql.push_str(" AND s.\"startTime\" >= ?");
+        sql.push_str(&format!(" AND {col} >= ?"));
         vals.push(Val::Time(Some(s)));
     }
     if let Some(e) = q.end {
-        sql.push_str(" AND s.\"startTime\" <= ?");
+        sql.push_str(&format!(" AND {col} <= ?"));
         vals.push(Val::Time(Some(e)));
     }
     if !q.by.is_empty() {

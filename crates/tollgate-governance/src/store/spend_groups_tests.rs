@@ -121,3 +121,35 @@ async fn sqlite_spend_groups() {
     s.migrate().await.unwrap();
     spend_groups_case(&s).await;
 }
+
+#[test]
+fn sqlite_reads_the_whole_table_for_a_range_over_most_of_the_logs() {
+    use super::spend_groups::{scan_whole, stmt};
+    // logs over 90 days
+    let span = Some((t("2026-01-01T00:00:00Z"), t("2026-04-01T00:00:00Z")));
+    let q = |start: Option<&str>, end: Option<&str>| SpendGroupQuery {
+        start: start.map(t),
+        end: end.map(t),
+        ..SpendGroupQuery::default()
+    };
+    let all = q(Some("2025-12-01T00:00:00Z"), Some("2026-04-01T23:59:59Z"));
+    assert!(scan_whole(&all, span));
+    // the last 31 of the 90 days: 34 %
+    assert!(scan_whole(&q(Some("2026-03-01T00:00:00Z"), None), span));
+    // the last 7: 8 %, the index
+    assert!(!scan_whole(&q(Some("2026-03-25T00:00:00Z"), None), span));
+    // no range, a range after the last log, no logs
+    assert!(!scan_whole(&q(None, None), span));
+    assert!(!scan_whole(&q(Some("2026-05-01T00:00:00Z"), None), span));
+    assert!(!scan_whole(&all, None));
+    let sql = |whole| stmt::<SqliteStore>(&all, whole).sql.into_owned();
+    assert!(
+        sql(true).contains(r#"AND +s."startTime" >= ? AND +s."startTime" <= ?"#),
+        "{}",
+        sql(true)
+    );
+    assert!(sql(false).contains(r#"AND s."startTime" >= ? AND s."startTime" <= ?"#));
+    // Postgres plans from its statistics: never rewritten
+    let pg = stmt::<PostgresStore>(&all, true).sql.into_owned();
+    assert!(!pg.contains('+'), "{pg}");
+}

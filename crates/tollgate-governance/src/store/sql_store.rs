@@ -9,7 +9,7 @@ use super::backend::{SqlBackend, Stmt};
 use super::codec::{GetCol, ToRow, Val};
 use super::entities::*;
 use super::models::{self, ProxyModel};
-use super::schema::{self, TABLES, Table};
+use super::schema::{self, Dialect, TABLES, Table};
 use super::secret_box::SecretBox;
 use super::spend_groups::{self, SpendGroup, SpendGroupQuery};
 use super::{GovernanceStore, Snapshot, SpendLogFilter, StoreError, daily, sql_spend};
@@ -279,8 +279,19 @@ impl<B: SqlBackend> GovernanceStore for B {
     }
 
     async fn spend_groups(&self, q: &SpendGroupQuery) -> Result<Vec<SpendGroup>, StoreError> {
-        self.rows(None, spend_groups::stmt::<B>(q), spend_groups::decode)
-            .await
+        // SQLite reads the whole table for a range over most of the logs (`scan_whole`)
+        let whole = B::DIALECT == Dialect::Sqlite && (q.start.is_some() || q.end.is_some()) && {
+            let span = self
+                .rows(None, spend_groups::span_stmt(), spend_groups::decode_span)
+                .await?;
+            spend_groups::scan_whole(q, span.into_iter().next().flatten())
+        };
+        self.rows(
+            None,
+            spend_groups::stmt::<B>(q, whole),
+            spend_groups::decode,
+        )
+        .await
     }
 
     async fn upsert_model(&self, model: &ProxyModel, key: &SecretBox) -> Result<(), StoreError> {

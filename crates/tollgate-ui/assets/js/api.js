@@ -25,6 +25,21 @@ function messageOf(data, text, status) {
   return text || `HTTP ${status}`;
 }
 
+/** The parsed JSON of `resp` (null when empty or not JSON); an ApiError when it is not a 2xx. */
+async function answer(resp) {
+  const text = await resp.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!resp.ok) {
+    throw new ApiError(resp.status, `${resp.status}: ${messageOf(data, text, resp.status)}`);
+  }
+  return data;
+}
+
 /** `method path` with an optional JSON body; resolves to the parsed JSON answer. */
 export async function call(method, path, body) {
   const headers = { accept: 'application/json' };
@@ -41,17 +56,7 @@ export async function call(method, path, body) {
   } catch (e) {
     throw new ApiError(0, `The gateway could not be reached (${e.message}).`);
   }
-  const text = await resp.text();
-  let data = null;
-  try {
-    data = text ? JSON.parse(text) : null;
-  } catch {
-    data = null;
-  }
-  if (!resp.ok) {
-    throw new ApiError(resp.status, `${resp.status}: ${messageOf(data, text, resp.status)}`);
-  }
-  return data;
+  return answer(resp);
 }
 
 /** GET `path` (with `query` entries that are not empty). */
@@ -67,6 +72,29 @@ export function get(path, query = {}) {
 /** POST `path` with JSON `body`. */
 export function post(path, body = {}) {
   return call('POST', path, body);
+}
+
+/**
+ * POST `path` with JSON `body` authenticated by the virtual key `key` (`Authorization:
+ * Bearer`), not by the session: the gateway's model routes (`/v1/chat/completions`) take a
+ * key only. Resolves to `{data, headers, ms}` (`ms`: the time until the whole answer arrived);
+ * a failed call throws an ApiError with the gateway's message.
+ */
+export async function postWithKey(path, key, body) {
+  const started = performance.now();
+  let resp;
+  try {
+    resp = await fetch(path, {
+      method: 'POST',
+      headers: { accept: 'application/json', 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      credentials: 'omit',
+      body: JSON.stringify(body),
+    });
+  } catch (e) {
+    throw new ApiError(0, `The gateway could not be reached (${e.message}).`);
+  }
+  const data = await answer(resp);
+  return { data, headers: resp.headers, ms: performance.now() - started };
 }
 
 /** Whether the session may change things (proxy_admin) rather than only read them. */

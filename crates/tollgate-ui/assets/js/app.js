@@ -1,6 +1,6 @@
 // The admin UI's entry point: checks the session, then routes `#/keys`, `#/keys/<hash>`,
-// `#/teams`, `#/teams/<team_id>`, `#/users`, `#/customers`, `#/budgets`, `#/tags` and `#/spend`
-// to their views; without a session, the login page.
+// `#/teams`, `#/teams/<team_id>`, `#/users`, `#/customers`, `#/budgets`, `#/tags`, `#/models`
+// and `#/spend` to their views; without a session, the login page.
 
 import { get, post, setCsrf } from './api.js';
 import { budgetsView } from './budgets.js';
@@ -9,6 +9,7 @@ import { announce, errorBox, fill } from './dom.js';
 import { keyPage } from './key_page.js';
 import { keysView } from './keys.js';
 import { loginView } from './login.js';
+import { modelsView } from './models.js';
 import { spendView } from './spend.js';
 import { tagsView } from './tags.js';
 import { teamPage } from './team_page.js';
@@ -51,6 +52,7 @@ async function route() {
     else if (page === 'customers') await customersView(main, session);
     else if (page === 'budgets') await budgetsView(main, session);
     else if (page === 'tags') await tagsView(main, session);
+    else if (page === 'models') await modelsView(main, session);
     else if (page === 'spend') await spendView(main, session);
     else await keysView(main, session);
   } catch (e) {
