@@ -189,7 +189,8 @@ async fn summary(
         "group_by": name,
         "start_date": q.start_date,
         "end_date": q.end_date,
-        "total_spend": days.iter().map(|d| d.spend).sum::<f64>(),
+        // a fold from +0: an empty `sum::<f64>()` is -0.0, which a page prints as "-$0.00"
+        "total_spend": days.iter().fold(0.0, |t, d| t + d.spend),
         "total_tokens": days.iter().map(|d| d.total_tokens).sum::<i64>(),
         "requests": days.iter().map(|d| d.requests).sum::<i64>(),
         "groups": group_rows,

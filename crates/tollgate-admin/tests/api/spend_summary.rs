@@ -133,6 +133,11 @@ async fn summary_sums_each_grouping_over_a_date_range() {
     let (_, all) = h.get("/tollgate/spend/summary?group_by=day").await;
     assert_eq!(all["total_spend"], json!(10.25));
     assert_eq!(all["requests"], json!(4));
+    // a range without spend sums to 0, not the -0 of an empty float sum (shown "-$0.00")
+    let uri = "/tollgate/spend/summary?start_date=2025-01-01&end_date=2025-01-31&group_by=day";
+    let (_, none) = h.get(uri).await;
+    assert_eq!(none["total_spend"].to_string(), "0.0");
+    assert_eq!(none["days"], json!([]));
 }
 
 #[tokio::test]
