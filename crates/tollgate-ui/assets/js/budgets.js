@@ -4,7 +4,7 @@
 // the tier) after a confirm. Admins write, admin viewers read.
 
 import { canRead, canWrite, get, post } from './api.js';
-import { announce, dataTable, errorBox, fill, field, h, heading, select, usd } from './dom.js';
+import { announce, dataTable, fill, field, h, heading, reloader, select, usd } from './dom.js';
 import { confirmed, durations, formDialog, numberOf, setDefined, str } from './form_dialog.js';
 
 const COLS = [['Budget ID'], ['Max budget (USD)', true], ['Budget reset'], ['Next reset'], ['Tokens per minute', true], ['Requests per minute', true], ['Max parallel requests', true], ['Actions']];
@@ -78,14 +78,7 @@ export async function budgetsView(main, session) {
     fill(table, dataTable('Budget tiers', canWrite(session) ? COLS : COLS.slice(0, -1),
       tiers.map((b) => budgetRow(b, session, errors, load)), 'No budget tiers yet.'));
   };
-  const load = async () => {
-    errors.replaceChildren();
-    try {
-      await refresh();
-    } catch (e) {
-      errors.append(errorBox(e));
-    }
-  };
+  const load = reloader(errors, refresh);
   const create = canWrite(session)
     ? h('button', { type: 'button', class: 'primary', id: 'create-budget', onclick: (ev) => openBudgetForm(ev.currentTarget, load) }, 'Create budget tier')
     : null;

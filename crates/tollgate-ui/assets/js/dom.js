@@ -61,6 +61,21 @@ export function errorBox(err) {
   return h('div', { class: 'error', role: 'alert' }, err?.message ?? String(err));
 }
 
+/**
+ * A page's reload: clears `errors`, runs `refresh()`, and shows its error in `errors` instead
+ * of throwing (what the row actions and dialogs call after a change).
+ */
+export function reloader(errors, refresh) {
+  return async () => {
+    errors.replaceChildren();
+    try {
+      await refresh();
+    } catch (e) {
+      errors.append(errorBox(e));
+    }
+  };
+}
+
 /** The status badge of a key or team: blocked, over budget, expired or active. */
 export function statusBadge(row) {
   if (row.blocked) return h('span', { class: 'badge bad', 'data-status': 'blocked' }, 'Blocked');

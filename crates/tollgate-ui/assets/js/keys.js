@@ -2,7 +2,7 @@
 // delete per key, and the "Create key" dialog (key_form.js).
 
 import { canWrite, get, post } from './api.js';
-import { announce, errorBox, fill, field, h, heading, select, statusBadge, usd } from './dom.js';
+import { announce, errorBox, fill, field, h, heading, reloader, select, statusBadge, usd } from './dom.js';
 import { openKeyForm } from './key_form.js';
 
 /** The list's filters and page; kept while the page is open so a reload after an action keeps them. */
@@ -69,14 +69,7 @@ export async function keysView(main, session) {
       h('span', { id: 'keys-count' }, `Page ${data.current_page} of ${pages} · ${data.total_count} keys`),
       h('button', { type: 'button', disabled: state.page >= pages, onclick: () => { state.page += 1; load(); } }, 'Next page'));
   };
-  const load = async () => {
-    errors.replaceChildren();
-    try {
-      await refresh();
-    } catch (e) {
-      errors.append(errorBox(e));
-    }
-  };
+  const load = reloader(errors, refresh);
   const search = h('form', {
     class: 'bar', role: 'search', 'aria-label': 'Filter keys',
     onsubmit: (ev) => {

@@ -4,7 +4,7 @@
 // `tags`, `metadata.tags` or the `x-litellm-tags` header. Admins write, admin viewers read.
 
 import { canRead, canWrite, get, post } from './api.js';
-import { announce, dataTable, errorBox, fill, field, h, heading, select, statusBadge, usd } from './dom.js';
+import { announce, dataTable, fill, field, h, heading, reloader, select, statusBadge, usd } from './dom.js';
 import { confirmed, durations, formDialog, listOf, numberOf, setDefined, str } from './form_dialog.js';
 
 const COLS = [['Tag'], ['Description'], ['Models'], ['Spend (USD)', true], ['Budget (USD)', true], ['Budget reset'], ['Status'], ['Actions']];
@@ -76,14 +76,7 @@ export async function tagsView(main, session) {
     fill(table, dataTable('Tags', canWrite(session) ? COLS : COLS.slice(0, -1),
       tags.map((t) => tagRow(t, session, errors, load)), 'No tags yet.'));
   };
-  const load = async () => {
-    errors.replaceChildren();
-    try {
-      await refresh();
-    } catch (e) {
-      errors.append(errorBox(e));
-    }
-  };
+  const load = reloader(errors, refresh);
   const create = canWrite(session)
     ? h('button', { type: 'button', class: 'primary', id: 'create-tag', onclick: (ev) => openTagForm(ev.currentTarget, load) }, 'Create tag')
     : null;

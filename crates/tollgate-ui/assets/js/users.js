@@ -3,7 +3,7 @@
 // confirm. An internal user sees only its own user (GET /user/info), without write controls.
 
 import { canRead, canWrite, get, post } from './api.js';
-import { announce, dataTable, errorBox, fill, field, h, heading, select, usd } from './dom.js';
+import { announce, dataTable, fill, field, h, heading, reloader, select, usd } from './dom.js';
 import { confirmed } from './form_dialog.js';
 import { ROLES, openUserForm } from './user_form.js';
 
@@ -71,14 +71,7 @@ export async function usersView(main, session) {
       h('span', { id: 'users-count' }, `Page ${data.page} of ${pages} · ${data.total} users`),
       h('button', { type: 'button', disabled: state.page >= pages, onclick: () => { state.page += 1; load(); } }, 'Next page'));
   };
-  const load = async () => {
-    errors.replaceChildren();
-    try {
-      await refresh();
-    } catch (e) {
-      errors.append(errorBox(e));
-    }
-  };
+  const load = reloader(errors, refresh);
   const search = h('form', {
     class: 'bar', role: 'search', 'aria-label': 'Filter users',
     onsubmit: (ev) => {
